@@ -1,0 +1,78 @@
+"""The scorer interface: pure, synchronous grading with no web or process code.
+
+A scorer turns one answer into a `Score`. It never raises for an answer it
+cannot read: that is a status (`no_answer`, `error`), not an exception.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+JSON = Any
+"""Any value `json.loads` can return: labels and prompts arrive as-is."""
+
+
+class Status(str, enum.Enum):
+    """How a grading ended; only `ok` and `wrong` are verdicts on the answer."""
+
+    OK = "ok"
+    WRONG = "wrong"
+    NO_ANSWER = "no_answer"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Score:
+    """The outcome of grading one answer.
+
+    `reward` is what the RL framework receives. `details` carries
+    scorer-specific, JSON-serialisable facts (extracted answer, reason).
+    """
+
+    reward: float
+    status: Status
+    details: Mapping[str, JSON] = field(default_factory=dict)
+
+    @classmethod
+    def verdict(cls, correct: bool, **details: JSON) -> Score:
+        """A 1.0 / 0.0 verdict, the convention of most scorers."""
+        return cls(1.0 if correct else 0.0, Status.OK if correct else Status.WRONG, details)
+
+    @classmethod
+    def no_answer(cls, reason: str, reward: float = 0.0, **details: JSON) -> Score:
+        """The response holds nothing the scorer can read as an answer."""
+        return cls(reward, Status.NO_ANSWER, {"reason": reason, **details})
+
+    @classmethod
+    def error(cls, reason: str, reward: float = 0.0, **details: JSON) -> Score:
+        """The sample cannot be graded (bad label, scorer failure)."""
+        return cls(reward, Status.ERROR, {"reason": reason, **details})
+
+
+class Scorer(abc.ABC):
+    """Grades one answer against its gold label.
+
+    Subclasses set `name` and implement `score`. Instances are created once
+    per worker process, so expensive set-up belongs in `__init__`, and
+    `score` must be safe to call many times.
+    """
+
+    name: ClassVar[str]
+    """The name clients use: `POST /score/<name>`."""
+
+    @abc.abstractmethod
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        """Grade `response` against `label`; never raise for bad input."""
+
+    def screen(self, response: str, label: JSON) -> Score | None:
+        """Cheap check run before dispatch; a `Score` here skips grading.
+
+        Runs in the server process, so it must be fast, linear in the input
+        and free of heavy imports. The default lets everything through.
+        """
+        return None

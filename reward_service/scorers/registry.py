@@ -1,0 +1,79 @@
+"""Scorers by name: the built-ins plus those installed as plugins.
+
+A third-party package adds a scorer with an entry point, no fork needed::
+
+    [project.entry-points."reward_service.scorers"]
+    my_scorer = "my_package.module:MyScorer"
+
+The entry point names a `Scorer` subclass; its `name` attribute is the name
+served at `/score/<name>`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+
+from reward_service.errors import ScorerLoadError, UnknownScorer
+from reward_service.scorers.base import Scorer
+
+ENTRY_POINT_GROUP = "reward_service.scorers"
+
+BUILTINS: dict[str, str] = {
+    "math_verify": "reward_service.scorers.math_verify:MathVerifyScorer",
+    "exact": "reward_service.scorers.exact:ExactScorer",
+}
+"""Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
+
+
+def _load_class(target: str) -> type[Scorer]:
+    module_name, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ScorerLoadError(f"cannot load scorer {target!r}: {exc}") from exc
+    if not (isinstance(cls, type) and issubclass(cls, Scorer)):
+        raise ScorerLoadError(f"{target!r} is not a Scorer subclass")
+    return cls
+
+
+class ScorerRegistry:
+    """Maps scorer names to lazily built `Scorer` instances."""
+
+    def __init__(self, targets: dict[str, str]) -> None:
+        self._targets = dict(targets)
+        self._instances: dict[str, Scorer] = {}
+
+    @classmethod
+    def discover(cls) -> ScorerRegistry:
+        """Built-ins plus every installed `reward_service.scorers` plugin."""
+        targets = dict(BUILTINS)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            targets.setdefault(ep.name, ep.value)
+        return cls(targets)
+
+    def names(self) -> list[str]:
+        return sorted(self._targets)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._targets
+
+    def require(self, name: str) -> None:
+        """Raise `UnknownScorer` (listing the known names) unless `name` exists."""
+        if name not in self._targets:
+            raise UnknownScorer(name, self.names())
+
+    def get(self, name: str) -> Scorer:
+        """The scorer called `name`, built on first use."""
+        self.require(name)
+        scorer = self._instances.get(name)
+        if scorer is None:
+            scorer = _load_class(self._targets[name])()
+            self._instances[name] = scorer
+        return scorer
+
+    def load_all(self, names: Iterable[str] | None = None) -> None:
+        """Build scorers now, so a broken plugin fails at start-up."""
+        for name in names if names is not None else self.names():
+            self.get(name)
