@@ -1,0 +1,84 @@
+"""The one settings object: every knob, typed, from `REWARD_*` variables.
+
+Nothing else in the package reads the environment. `Settings()` validates
+at start-up, so a bad value stops the service before it takes traffic.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from reward_service.cpus import available_cpus
+
+MiB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """reward-service settings; each field is also `REWARD_<FIELD>` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="REWARD_", extra="ignore", frozen=True)
+
+    host: str = Field("0.0.0.0", description="Address to listen on.")
+    port: int = Field(8000, ge=1, le=65535, description="Port to listen on.")
+    workers: int = Field(
+        default_factory=available_cpus,
+        ge=1,
+        description="Grading processes; default: the CPUs this process may use (cgroup, affinity).",
+    )
+    default_scorer: str = Field("math_verify", description="Scorer behind plain /score.")
+    deadline_s: float = Field(
+        10.0, gt=0, le=120, description="Hard deadline per grading; past it the worker is killed."
+    )
+    grader_timeout_s: int = Field(
+        3, ge=1, description="math_verify's own parse/verify timeout inside a worker (whole s)."
+    )
+    fallback_reward: float = Field(
+        0.0, description="Reward for answers that cannot be graded (timeout, error)."
+    )
+    max_body_bytes: int = Field(8 * MiB, ge=1024, description="Request bodies above this get 413.")
+    max_batch_items: int = Field(1024, ge=1, description="Items above this in a batch get 413.")
+    max_answer_chars: int = Field(
+        2_000_000, ge=1, description="Longer responses are not graded (status no_answer)."
+    )
+    worker_memory_mb: int = Field(
+        1536, ge=256, description="Address-space cap per grading process, in MiB."
+    )
+    worker_max_tasks: int = Field(
+        20_000, ge=0, description="Recycle a grading process after this many tasks; 0: never."
+    )
+    gold_cache_size: int = Field(
+        4096, ge=0, description="Parsed gold labels kept per grading process."
+    )
+    max_queue: int = Field(
+        2048, ge=1, description="Gradings in flight or queued; past it requests get 503."
+    )
+    drain_s: float = Field(
+        30.0, ge=0, description="On SIGTERM, time allowed to answer requests already received."
+    )
+    api_token: SecretStr | None = Field(
+        None, description="If set, scoring needs 'Authorization: Bearer <token>' or /t/<token>/."
+    )
+    metrics_need_token: bool = Field(False, description="Protect /metrics with the API token too.")
+    connection_max_requests: int = Field(
+        0, ge=0, description="Close a keep-alive connection after this many requests; 0: never."
+    )
+    connection_max_age_s: float = Field(
+        0.0, ge=0, description="Close a keep-alive connection older than this; 0: never."
+    )
+    access_log: Literal["off", "sampled", "all"] = Field(
+        "sampled", description="Per-request access lines: none, 1 in `access_log_sample`, or all."
+    )
+    access_log_sample: int = Field(100, ge=1, description="Log one request in this many.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+
+    @model_validator(mode="after")
+    def _grader_timeout_below_deadline(self) -> Settings:
+        if self.grader_timeout_s >= self.deadline_s:
+            raise ValueError(
+                f"grader_timeout_s ({self.grader_timeout_s}) must be below deadline_s "
+                f"({self.deadline_s}): the inner timeout must fire before the worker is killed"
+            )
+        return self
