@@ -54,6 +54,16 @@ class Score:
         return cls(reward, Status.ERROR, {"reason": reason, **details})
 
 
+@dataclass(frozen=True)
+class GradingLimits:
+    """The service's limits that a scorer may honour."""
+
+    timeout_s: int = 3
+    """Whole seconds for a scorer's own timeouts (math_verify's signal.alarm)."""
+    cache_size: int = 4096
+    """Entries a scorer may keep in each of its caches."""
+
+
 class Scorer(abc.ABC):
     """Grades one answer against its gold label.
 
@@ -64,6 +74,9 @@ class Scorer(abc.ABC):
 
     name: ClassVar[str]
     """The name clients use: `POST /score/<name>`."""
+
+    def __init__(self, limits: GradingLimits | None = None) -> None:
+        self.limits = limits or GradingLimits()
 
     @abc.abstractmethod
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:

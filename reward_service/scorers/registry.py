@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 
 from reward_service.errors import ScorerLoadError, UnknownScorer
-from reward_service.scorers.base import Scorer
+from reward_service.scorers.base import GradingLimits, Scorer
 
 ENTRY_POINT_GROUP = "reward_service.scorers"
 
@@ -41,17 +41,18 @@ def _load_class(target: str) -> type[Scorer]:
 class ScorerRegistry:
     """Maps scorer names to lazily built `Scorer` instances."""
 
-    def __init__(self, targets: dict[str, str]) -> None:
+    def __init__(self, targets: dict[str, str], limits: GradingLimits | None = None) -> None:
         self._targets = dict(targets)
+        self._limits = limits or GradingLimits()
         self._instances: dict[str, Scorer] = {}
 
     @classmethod
-    def discover(cls) -> ScorerRegistry:
+    def discover(cls, limits: GradingLimits | None = None) -> ScorerRegistry:
         """Built-ins plus every installed `reward_service.scorers` plugin."""
         targets = dict(BUILTINS)
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             targets.setdefault(ep.name, ep.value)
-        return cls(targets)
+        return cls(targets, limits)
 
     def names(self) -> list[str]:
         return sorted(self._targets)
@@ -69,7 +70,7 @@ class ScorerRegistry:
         self.require(name)
         scorer = self._instances.get(name)
         if scorer is None:
-            scorer = _load_class(self._targets[name])()
+            scorer = _load_class(self._targets[name])(self._limits)
             self._instances[name] = scorer
         return scorer
 
