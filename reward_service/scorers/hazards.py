@@ -25,7 +25,6 @@ _CLOSE = {"}", ")", "]"}
 _IGNORED = {"\\left", "\\right"}
 
 
-
 def _tree(text: str) -> tuple[list[object], int]:
     """Group tokens by brackets; return the tree and the deepest nesting seen."""
     root: list[object] = []

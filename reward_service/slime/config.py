@@ -1,0 +1,110 @@
+"""`LaunchConfig`: the SLIME launcher's defaults, read from the environment once.
+
+The service has its own `Settings`; this is the client side (the launcher,
+the preflight and the batch adapter run in the training job), so it is a
+separate, smaller object. Every `SLIME_REWARD_*` variable is read here and
+nowhere else:
+
+    SLIME_REWARD_URL        full scoring URL; wins over the four below
+    SLIME_REWARD_SERVICE    Kubernetes Service name           (slime-reward)
+    SLIME_REWARD_NAMESPACE  its namespace (default: this pod's, else "default")
+    SLIME_REWARD_PORT       its port                           (8000)
+    SLIME_REWARD_SCORER     scorer name, appended as /score/<scorer>
+    SLIME_REWARD_DETAIL     1: ask for the detail object, SLIME reads it with
+                            --reward-key reward                (0)
+    SLIME_REWARD_WAIT_S     preflight: how long to wait for /readyz (600)
+    SLIME_REWARD_PREFLIGHT  0: launch without the preflight    (1)
+    SLIME_REWARD_ATTEMPTS   batch adapter: attempts per request (8)
+    SLIME_REWARD_TIMEOUT_S  batch adapter: seconds per attempt  (120)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+class ConfigError(ValueError):
+    """An environment variable holds a value the launcher cannot use."""
+
+
+def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r}: expected 1 or 0")
+
+
+def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: float) -> float:
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected a number") from None
+    if value < minimum:
+        raise ConfigError(f"{name}={raw!r}: must be at least {minimum:g}")
+    return value
+
+
+def _own_namespace(environ: Mapping[str, str], namespace_file: Path) -> str:
+    if environ.get("POD_NAMESPACE"):
+        return environ["POD_NAMESPACE"]
+    try:
+        return namespace_file.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """Where the reward service is and how the launcher talks to it."""
+
+    url: str | None = None
+    service: str = "slime-reward"
+    namespace: str = "default"
+    port: int = 8000
+    scorer: str | None = None
+    detail: bool = False
+    wait_s: float = 600.0
+    preflight: bool = True
+    attempts: int = 8
+    timeout_s: float = 120.0
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE,
+    ) -> LaunchConfig:
+        """Read every `SLIME_REWARD_*` variable; raise `ConfigError` on a bad value."""
+        env = os.environ if environ is None else environ
+        port = _number(env, "SLIME_REWARD_PORT", 8000, minimum=1)
+        if port != int(port) or port > 65535:
+            raise ConfigError(f"SLIME_REWARD_PORT={env['SLIME_REWARD_PORT']!r}: not a TCP port")
+        attempts = _number(env, "SLIME_REWARD_ATTEMPTS", 8, minimum=1)
+        return cls(
+            url=env.get("SLIME_REWARD_URL") or None,
+            service=env.get("SLIME_REWARD_SERVICE") or "slime-reward",
+            namespace=env.get("SLIME_REWARD_NAMESPACE") or _own_namespace(env, namespace_file),
+            port=int(port),
+            scorer=env.get("SLIME_REWARD_SCORER") or None,
+            detail=_flag(env, "SLIME_REWARD_DETAIL", False),
+            wait_s=_number(env, "SLIME_REWARD_WAIT_S", 600.0, minimum=0),
+            preflight=_flag(env, "SLIME_REWARD_PREFLIGHT", True),
+            attempts=int(attempts),
+            timeout_s=_number(env, "SLIME_REWARD_TIMEOUT_S", 120.0, minimum=0.001),
+        )
