@@ -82,14 +82,14 @@ def _chain_log10(items: list[object]) -> float | None:
 
 def _power_log10(base_log10: float, exponent_log10: float) -> float:
     try:
-        return base_log10 * 10.0**exponent_log10
+        return base_log10 * math.pow(10.0, exponent_log10)
     except OverflowError:
         return math.inf
 
 
 def _factorial_log10(n_log10: float) -> float:
     try:
-        n = 10.0**n_log10
+        n = math.pow(10.0, n_log10)
         return n * math.log10(n) if n > 1 else 0.0
     except (OverflowError, ValueError):
         return math.inf
