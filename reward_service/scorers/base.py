@@ -82,10 +82,12 @@ class Scorer(abc.ABC):
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         """Grade `response` against `label`; never raise for bad input."""
 
-    def screen(self, response: str, label: JSON) -> Score | None:
+    @classmethod
+    def screen(cls, response: str, label: JSON) -> Score | None:
         """Cheap check run before dispatch; a `Score` here skips grading.
 
-        Runs in the server process, so it must be fast, linear in the input
-        and free of heavy imports. The default lets everything through.
+        Runs in the server process, on the class (no instance is built
+        there), so it must be fast, linear in the input and free of heavy
+        imports. The default lets everything through.
         """
         return None

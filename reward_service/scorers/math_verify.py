@@ -95,7 +95,8 @@ class MathVerifyScorer(Scorer):
             )
         )
 
-    def screen(self, response: str, label: JSON) -> Score | None:
+    @classmethod
+    def screen(cls, response: str, label: JSON) -> Score | None:
         hazard = find_hazard(answer_region(response))
         return Score.no_answer(f"rejected: {hazard}") if hazard else None
 

@@ -65,6 +65,12 @@ class ScorerRegistry:
         if name not in self._targets:
             raise UnknownScorer(name, self.names())
 
+    def scorer_class(self, name: str) -> type[Scorer]:
+        """The class of scorer `name`, imported but not built (for `screen`)."""
+        self.require(name)
+        cached = self._instances.get(name)
+        return type(cached) if cached is not None else _load_class(self._targets[name])
+
     def get(self, name: str) -> Scorer:
         """The scorer called `name`, built on first use."""
         self.require(name)
