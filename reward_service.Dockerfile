@@ -1,0 +1,62 @@
+# syntax=docker/dockerfile:1
+#
+# CPU-only image for reward-service.
+#   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
+# With the reward-model extra (pulls torch; pass a CPU-only wheel index to keep CUDA out):
+#   docker build -f reward_service.Dockerfile --build-arg EXTRAS=rm \
+#     --build-arg PIP_EXTRA_INDEX_URL=<CPU-only torch wheel index> -t reward-service:0.1.0-rm .
+#
+# The base image is pinned by tag. To pin it by digest as well, resolve the digest
+# (`docker buildx imagetools inspect python:3.12.11-slim-bookworm`) and build with
+#   --build-arg PYTHON_IMAGE=python:3.12.11-slim-bookworm@sha256:<digest>
+#
+# tests/deploy/test_image_install.py performs the same install steps (build the
+# wheel, install it into a fresh virtual environment, serve, grade one sample):
+# change both together.
+
+ARG PYTHON_IMAGE=python:3.12.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY reward_service ./reward_service
+RUN python -m pip wheel --no-deps --wheel-dir /dist .
+
+FROM ${PYTHON_IMAGE} AS runtime
+# Extras of reward-service to install, comma-separated (e.g. "rm"). Empty: none,
+# so the default image has no torch and no CUDA.
+ARG EXTRAS=""
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="reward-service" \
+      org.opencontainers.image.description="CPU-only HTTP reward service for RL post-training of LLMs (SLIME remote_rm compatible)" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOME=/tmp \
+    PATH=/opt/venv/bin:$PATH
+
+# The venv gets no pip of its own: the base image's pip installs into it, so the
+# final environment holds the service and its dependencies only.
+RUN --mount=type=bind,from=build,source=/dist,target=/dist \
+    python -m venv --without-pip /opt/venv \
+    && wheel="$(find /dist -name 'reward_service-*.whl')" \
+    && python -m pip --python /opt/venv/bin/python install "${wheel}${EXTRAS:+[${EXTRAS}]}" \
+    && groupadd --system --gid 10001 reward \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
+       --shell /usr/sbin/nologin reward
+
+USER 10001:10001
+WORKDIR /tmp
+EXPOSE 8000
+# Slim images have no curl. Exits non-zero on 503 (warming or draining) too.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('REWARD_PORT', '8000') + '/readyz', timeout=2)"]
+ENTRYPOINT ["reward-service", "serve"]
