@@ -16,14 +16,18 @@ nowhere else:
     SLIME_REWARD_PREFLIGHT  0: launch without the preflight    (1)
     SLIME_REWARD_ATTEMPTS   batch adapter: attempts per request (8)
     SLIME_REWARD_TIMEOUT_S  batch adapter: seconds per attempt  (120)
+
+`secrets_from_env` reads the variables named by `slime submit --secret-env`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from reward_service.errors import RewardServiceError
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -31,7 +35,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
-class ConfigError(ValueError):
+class ConfigError(RewardServiceError, ValueError):
     """An environment variable holds a value the launcher cannot use."""
 
 
@@ -108,3 +112,14 @@ class LaunchConfig:
             attempts=int(attempts),
             timeout_s=_number(env, "SLIME_REWARD_TIMEOUT_S", 120.0, minimum=0.001),
         )
+
+
+def secrets_from_env(
+    names: Sequence[str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The values of the named variables, to forward to a Ray job; `ConfigError` if one is unset."""
+    env = os.environ if environ is None else environ
+    missing = [name for name in names if name not in env]
+    if missing:
+        raise ConfigError(f"secret variable(s) not set in this shell: {', '.join(missing)}")
+    return {name: env[name] for name in names}

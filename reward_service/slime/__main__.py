@@ -1,0 +1,21 @@
+"""`python -m reward_service.slime ...`: the `slime` commands without the main CLI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reward_service.slime.cli import register
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reward_service.slime")
+    commands = parser.add_subparsers(dest="command", required=True)
+    register(commands)
+    args = parser.parse_args(["slime", *(sys.argv[1:] if argv is None else argv)])
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
