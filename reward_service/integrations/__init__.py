@@ -1,0 +1,1 @@
+"""Adapters that plug reward-service into RL frameworks' own reward hooks."""

@@ -1,0 +1,254 @@
+"""SLIME reward adapter: ``--custom-rm-path reward_service.integrations.slime.batched_rm``.
+
+SLIME calls a custom reward function as ``await fn(args, sample)`` for one
+sample and ``await fn(args, samples)`` for a group; `batched_rm` accepts both
+and answers a reward or a list of rewards in input order.
+
+A group goes to the batch endpoint (``<rm-url>/batch``) in one request; where
+the service has none (404/405) the samples are posted one by one, as SLIME's
+own ``remote_rm`` does. ``sample.metadata["scorer"]`` routes a sample to
+``/score/<scorer>``. Overload (429/503 with ``Retry-After``), gateway errors
+and dropped connections are retried, a bounded number of times; past that
+the service counts as down and `ServiceUnavailable` stops the rollout rather
+than train on made-up rewards. A sample the service will not grade (refused,
+bad label, an answer that is not a number) gets `FALLBACK_REWARD` and a
+logged warning, and the rest of its group is unaffected.
+
+The URL is ``args.rm_url``, else `LaunchConfig.from_env()`; attempts and the
+per-attempt timeout are ``SLIME_REWARD_ATTEMPTS`` and ``SLIME_REWARD_TIMEOUT_S``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import weakref
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from reward_service.errors import RewardServiceError
+from reward_service.slime.config import LaunchConfig
+from reward_service.slime.urls import batch_url, redact, resolve_url, scorer_url
+
+logger = logging.getLogger(__name__)
+
+FALLBACK_REWARD = 0.0
+BATCH_SIZE = 256
+"""Samples per batch request; well under the service's default cap of 1024."""
+MAX_CONNECTIONS = 64
+"""As SLIME's own client: a rollout process never holds more."""
+
+_UNAVAILABLE = frozenset({429, 502, 503, 504})
+_RETRIED = _UNAVAILABLE | {408, 500}
+_NO_BATCH = frozenset({404, 405})
+_MAX_WAIT_S = 60.0
+
+
+class ServiceUnavailable(RewardServiceError):
+    """The reward service did not answer within the allowed attempts."""
+
+
+@dataclass(frozen=True)
+class _Item:
+    index: int
+    url: str
+    body: dict[str, Any]
+
+
+def _retry_after(answer: httpx.Response | None) -> float | None:
+    if answer is None:
+        return None
+    try:
+        return min(max(float(answer.headers["retry-after"]), 0.0), _MAX_WAIT_S)
+    except (KeyError, ValueError):
+        return None
+
+
+class RewardClient:
+    """Scores SLIME samples against one scoring URL, over one pooled HTTP client."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        attempts: int = 8,
+        timeout_s: float = 120.0,
+        backoff_s: float = 1.0,
+    ) -> None:
+        self.url = url
+        self.attempts = attempts
+        self.backoff_s = backoff_s
+        self._http = httpx.AsyncClient(
+            timeout=timeout_s,
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS),
+        )
+        self._has_batch: dict[str, bool] = {}
+        self._unroutable_warned = False
+
+    async def __aenter__(self) -> RewardClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def score(self, samples: Sequence[Any]) -> list[float]:
+        """One reward per sample, in order; `ServiceUnavailable` if the service is down."""
+        rewards = [FALLBACK_REWARD] * len(samples)
+        groups: dict[str, list[_Item]] = defaultdict(list)
+        for index, sample in enumerate(samples):
+            item = self._item(index, sample)
+            if item is not None:
+                groups[item.url].append(item)
+        chunks = [
+            items[start : start + BATCH_SIZE]
+            for items in groups.values()
+            for start in range(0, len(items), BATCH_SIZE)
+        ]
+        await asyncio.gather(*(self._score_chunk(chunk, rewards) for chunk in chunks))
+        return rewards
+
+    def _item(self, index: int, sample: Any) -> _Item | None:
+        try:
+            body = {"prompt": sample.prompt, "response": sample.response, "label": sample.label}
+            json.dumps(body)
+        except (AttributeError, TypeError, ValueError) as exc:
+            logger.warning("sample %d cannot be sent (%s); reward %s", index, exc, FALLBACK_REWARD)
+            return None
+        metadata = getattr(sample, "metadata", None)
+        scorer = metadata.get("scorer") if isinstance(metadata, dict) else None
+        url = self.url
+        if isinstance(scorer, str) and scorer:
+            routed = scorer_url(self.url, scorer)
+            if routed is not None:
+                url = routed
+            elif not self._unroutable_warned:
+                self._unroutable_warned = True
+                logger.warning(
+                    "metadata names scorer %r but %s is not a /score URL; using it as is",
+                    scorer,
+                    redact(self.url),
+                )
+        return _Item(index, url, body)
+
+    async def _score_chunk(self, items: list[_Item], rewards: list[float]) -> None:
+        url = items[0].url
+        if self._has_batch.get(url, True):
+            payload = {"items": [item.body for item in items]}
+            answer = await self._post(batch_url(url), payload)
+            if answer.status_code in _NO_BATCH:
+                self._has_batch[url] = False
+                logger.info("%s has no batch endpoint; posting samples one by one", redact(url))
+            else:
+                values = self._batch_values(answer, len(items))
+                if values is not None:
+                    for item, value in zip(items, values, strict=True):
+                        rewards[item.index] = self._reward(item.index, value)
+                    return
+                logger.warning(
+                    "batch of %d refused (HTTP %d: %.200s); posting one by one",
+                    len(items),
+                    answer.status_code,
+                    answer.text,
+                )
+        values = await asyncio.gather(*(self._score_one(item) for item in items))
+        for item, reward in zip(items, values, strict=True):
+            rewards[item.index] = reward
+
+    async def _score_one(self, item: _Item) -> float:
+        answer = await self._post(item.url, item.body)
+        if answer.status_code != 200:
+            logger.warning(
+                "sample %d refused (HTTP %d: %.200s); reward %s",
+                item.index,
+                answer.status_code,
+                answer.text,
+                FALLBACK_REWARD,
+            )
+            return FALLBACK_REWARD
+        try:
+            value = answer.json()
+        except ValueError:
+            value = answer.text
+        return self._reward(item.index, value)
+
+    @staticmethod
+    def _batch_values(answer: httpx.Response, count: int) -> list[Any] | None:
+        if answer.status_code != 200:
+            return None
+        try:
+            values = answer.json()["rewards"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        return values if isinstance(values, list) and len(values) == count else None
+
+    @staticmethod
+    def _reward(index: int, value: Any) -> float:
+        if isinstance(value, dict):
+            value = value.get("reward")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            logger.warning("sample %d got %.200r, not a number; reward %s", index, value, FALLBACK_REWARD)
+            return FALLBACK_REWARD
+        return float(value)
+
+    async def _post(self, url: str, payload: dict[str, Any]) -> httpx.Response:
+        """POST with bounded retries; returns the last answer, raises if there was none."""
+        answer: httpx.Response | None = None
+        failure = ""
+        for attempt in range(self.attempts):
+            try:
+                answer = await self._http.post(url, json=payload)
+            except httpx.TransportError as exc:
+                answer, failure = None, f"{type(exc).__name__}: {exc}"
+            else:
+                if answer.status_code not in _RETRIED:
+                    return answer
+                failure = f"HTTP {answer.status_code}"
+            if attempt + 1 < self.attempts:
+                wait = _retry_after(answer)
+                if wait is None:
+                    wait = min(self.backoff_s * 2**attempt, 30.0) * random.uniform(1.0, 1.25)
+                logger.info("%s: %s; retry %d in %.1fs", redact(url), failure, attempt + 1, wait)
+                await asyncio.sleep(wait)
+        if answer is None or answer.status_code in _UNAVAILABLE:
+            raise ServiceUnavailable(
+                f"reward service at {redact(url)} unavailable after {self.attempts} attempts: "
+                f"{failure}"
+            )
+        return answer
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, RewardClient]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _client(args: Any) -> RewardClient:
+    config = LaunchConfig.from_env()
+    url = getattr(args, "rm_url", None) or resolve_url(config)
+    by_url = _clients.setdefault(asyncio.get_running_loop(), {})
+    if url not in by_url:
+        by_url[url] = RewardClient(url, attempts=config.attempts, timeout_s=config.timeout_s)
+    return by_url[url]
+
+
+async def batched_rm(args: Any, samples: Any, **kwargs: Any) -> float | list[float]:
+    """SLIME's custom reward hook: a reward for one sample, a list for a list."""
+    client = _client(args)
+    if isinstance(samples, list):
+        return await client.score(samples)
+    return (await client.score([samples]))[0]
+
+
+async def aclose() -> None:
+    """Close this event loop's pooled clients (at shutdown, or between tests)."""
+    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
+        await client.aclose()
