@@ -195,7 +195,9 @@ class RewardClient:
         if isinstance(value, dict):
             value = value.get("reward")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            logger.warning("sample %d got %.200r, not a number; reward %s", index, value, FALLBACK_REWARD)
+            logger.warning(
+                "sample %d got %.200r, not a number; reward %s", index, value, FALLBACK_REWARD
+            )
             return FALLBACK_REWARD
         return float(value)
 

@@ -8,14 +8,13 @@ import sys
 from reward_service.slime.cli import register
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reward_service.slime")
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m reward_service")
     commands = parser.add_subparsers(dest="command", required=True)
     register(commands)
     args = parser.parse_args(["slime", *(sys.argv[1:] if argv is None else argv)])
-    code: int = args.func(args)
-    return code
+    args.run(args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,7 +1,7 @@
 """`reward-service slime {url,preflight,launch,submit}`.
 
 `register` adds the `slime` command to the main CLI's sub-parsers; each
-sub-command stores its handler as `args.func`, which returns the exit code.
+sub-command stores its handler as `args.run`, which exits non-zero on failure.
 Options left unset fall back to `LaunchConfig.from_env()` (`SLIME_REWARD_*`).
 """
 
@@ -106,16 +106,14 @@ def _submit(args: argparse.Namespace) -> int:
     return 0
 
 
-Handler = Callable[[argparse.Namespace], int]
-
-
-def _guarded(handler: Handler) -> Handler:
-    def run(args: argparse.Namespace) -> int:
+def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], None]:
+    def run(args: argparse.Namespace) -> None:
         try:
-            code: int = handler(args)
+            code = handler(args)
         except RewardServiceError as exc:
-            return _fail(str(exc))
-        return code
+            code = _fail(str(exc))
+        if code:
+            sys.exit(code)
 
     return run
 
@@ -159,14 +157,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     url = commands.add_parser(
         "url", parents=[location], help="print the URL SLIME should post to (--rm-url)"
     )
-    url.set_defaults(func=_guarded(_url))
+    url.set_defaults(run=_guarded(_url))
 
     check = commands.add_parser(
         "preflight",
         parents=[location, preflight],
         help="wait for the service, then check it grades a right and a wrong answer",
     )
-    check.set_defaults(func=_guarded(_preflight))
+    check.set_defaults(run=_guarded(_preflight))
 
     launch = commands.add_parser(
         "launch",
@@ -178,7 +176,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     launch.add_argument("--skip-preflight", action="store_true", help="exec without checking")
     launch.add_argument("command", nargs=argparse.REMAINDER, help="-- train command and args")
-    launch.set_defaults(func=_guarded(_launch))
+    launch.set_defaults(run=_guarded(_launch))
 
     job = commands.add_parser(
         "submit",
@@ -200,4 +198,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     job.add_argument("--wait", action="store_true", help="follow the logs; fail if the job fails")
     job.add_argument("--dry-run", action="store_true", help="print the job, do not submit")
     job.add_argument("command", nargs=argparse.REMAINDER, help="-- entrypoint argv")
-    job.set_defaults(func=_guarded(_submit))
+    job.set_defaults(run=_guarded(_submit))
