@@ -1,0 +1,86 @@
+"""The deployment files as data: overlays rendered by kubectl, the Dockerfile parsed."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBERNETES = ROOT / "kubernetes"
+DOCKERFILE = ROOT / "reward_service.Dockerfile"
+OVERLAYS = sorted(p.name for p in (KUBERNETES / "overlays").iterdir() if p.is_dir())
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One overlay rendered by `kubectl kustomize`."""
+
+    overlay: str
+    objects: list[Manifest]
+
+    def one(self, kind: str) -> Manifest:
+        """The single object of `kind`; fails if there are none or several."""
+        found = [o for o in self.objects if o["kind"] == kind]
+        assert len(found) == 1, f"{self.overlay}: expected one {kind}, found {len(found)}"
+        return found[0]
+
+    @property
+    def pod_spec(self) -> Manifest:
+        spec: Manifest = self.one("Deployment")["spec"]["template"]["spec"]
+        return spec
+
+    @property
+    def container(self) -> Manifest:
+        containers: list[Manifest] = self.pod_spec["containers"]
+        assert len(containers) == 1, f"{self.overlay}: expected one container"
+        return containers[0]
+
+    @property
+    def config(self) -> dict[str, str]:
+        """The REWARD_* settings the pod gets from its ConfigMap."""
+        data: dict[str, str] = self.one("ConfigMap")["data"]
+        return data
+
+
+@functools.cache
+def render(overlay: str) -> Rendered:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not found on PATH: the Kubernetes manifest checks need it to render")
+    proc = subprocess.run(
+        [kubectl, "kustomize", str(KUBERNETES / "overlays" / overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, f"kubectl kustomize {overlay} failed:\n{proc.stderr}"
+    objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
+    return Rendered(overlay, objects)
+
+
+def dockerfile_instructions(text: str) -> Iterator[tuple[str, str]]:
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not logical and (not stripped or stripped.startswith("#")):
+            continue
+        if stripped.startswith("#"):
+            continue
+        if stripped.endswith("\\"):
+            logical += stripped[:-1] + " "
+            continue
+        logical += stripped
+        keyword, _, rest = logical.partition(" ")
+        yield keyword.upper(), rest.strip()
+        logical = ""

@@ -1,0 +1,139 @@
+"""The pod the Deployment runs: probes, settings, shutdown, security context."""
+
+from __future__ import annotations
+
+import pytest
+
+from reward_service.settings import Settings
+
+from .rendering import Manifest, Rendered
+
+PROBES = {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/livez"}
+
+
+def _app_paths() -> set[str]:
+    app_module = pytest.importorskip("reward_service.app")
+    app = app_module.create_app(Settings(workers=1))
+    return {route.path for route in app.routes if hasattr(route, "path")}
+
+
+def _port_number(container: Manifest, port: int | str) -> int:
+    if isinstance(port, int):
+        return port
+    named = [p["containerPort"] for p in container["ports"] if p.get("name") == port]
+    assert named, f"no container port named {port!r}"
+    return int(named[0])
+
+
+def _uid_from_dockerfile(dockerfile: list[tuple[str, str]]) -> int:
+    users = [args for keyword, args in dockerfile if keyword == "USER"]
+    assert users, "the Dockerfile sets no USER"
+    return int(users[-1].split(":")[0])
+
+
+def _prestop_pause_s(container: Manifest) -> float:
+    pre_stop = container["lifecycle"]["preStop"]
+    if "sleep" in pre_stop:
+        return float(pre_stop["sleep"]["seconds"])
+    command = pre_stop["exec"]["command"]
+    assert command[0] == "sleep", f"unexpected preStop {command}"
+    return float(command[1])
+
+
+def test_probes_use_the_intended_endpoints(rendered: Rendered) -> None:
+    """Startup and readiness probe /readyz, liveness probes /livez, each with a timeout."""
+    for probe, path in PROBES.items():
+        spec = rendered.container[probe]
+        assert spec["httpGet"]["path"] == path, f"{rendered.overlay}: {probe}"
+        assert spec["timeoutSeconds"] >= 1, f"{rendered.overlay}: {probe}"
+
+
+def test_probe_paths_are_routes_of_the_app(rendered: Rendered) -> None:
+    """Every probe path and the Prometheus scrape path are routes the app serves."""
+    paths = _app_paths()
+    annotations = rendered.one("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    wanted = {rendered.container[p]["httpGet"]["path"] for p in PROBES}
+    wanted.add(annotations["prometheus.io/path"])
+    assert wanted <= paths, f"{rendered.overlay}: {sorted(wanted - paths)} not served"
+
+
+def test_probe_and_scrape_ports_are_the_listening_port(rendered: Rendered) -> None:
+    """Probes and scrape target the port the service listens on by default."""
+    default_port = Settings.model_fields["port"].default
+    container = rendered.container
+    assert int(rendered.config.get("REWARD_PORT", default_port)) == default_port
+    for probe in PROBES:
+        assert _port_number(container, container[probe]["httpGet"]["port"]) == default_port
+    annotations = rendered.one("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == default_port
+
+
+def test_every_reward_variable_is_a_setting(rendered: Rendered) -> None:
+    """Each REWARD_* variable the pod gets names a field of Settings."""
+    names = set(rendered.config) | {e["name"] for e in rendered.container.get("env", [])}
+    reward_names = {n for n in names if n.startswith("REWARD_")}
+    unknown = {
+        n for n in reward_names if n.removeprefix("REWARD_").lower() not in Settings.model_fields
+    }
+    assert reward_names and not unknown, f"{rendered.overlay}: not settings: {sorted(unknown)}"
+
+
+def test_config_validates_as_settings(rendered: Rendered, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ConfigMap's values pass the service's own start-up validation."""
+    for name, value in rendered.config.items():
+        monkeypatch.setenv(name, value)
+    Settings()
+
+
+def test_pod_reads_the_config_map(rendered: Rendered) -> None:
+    """The container takes its environment from the rendered ConfigMap."""
+    refs = [s["configMapRef"]["name"] for s in rendered.container["envFrom"]]
+    assert refs == [rendered.one("ConfigMap")["metadata"]["name"]]
+
+
+def test_api_token_comes_from_an_optional_secret(rendered: Rendered) -> None:
+    """REWARD_API_TOKEN comes from a Secret the pod starts without."""
+    token = [e for e in rendered.container["env"] if e["name"] == "REWARD_API_TOKEN"]
+    assert len(token) == 1
+    assert token[0]["valueFrom"]["secretKeyRef"]["optional"] is True
+
+
+def test_service_links_are_off(rendered: Rendered) -> None:
+    """No Service environment variables are injected that could collide with REWARD_*."""
+    assert rendered.pod_spec["enableServiceLinks"] is False
+
+
+def test_grace_period_outlasts_pause_and_drain(rendered: Rendered) -> None:
+    """terminationGracePeriodSeconds exceeds the preStop pause plus the drain time."""
+    drain_s = float(rendered.config.get("REWARD_DRAIN_S", Settings.model_fields["drain_s"].default))
+    pause_s = _prestop_pause_s(rendered.container)
+    assert rendered.pod_spec["terminationGracePeriodSeconds"] > pause_s + drain_s
+
+
+def test_container_uid_is_the_dockerfile_user(
+    rendered: Rendered, dockerfile: list[tuple[str, str]]
+) -> None:
+    """The pod runs as the numeric UID the Dockerfile's USER sets."""
+    uid = _uid_from_dockerfile(dockerfile)
+    pod_uid = rendered.pod_spec["securityContext"]["runAsUser"]
+    container_uid = rendered.container["securityContext"].get("runAsUser", pod_uid)
+    assert pod_uid == container_uid == uid
+
+
+def test_security_context_is_restricted(rendered: Rendered) -> None:
+    """The pod meets the restricted Pod Security Standard with a read-only root."""
+    pod = rendered.pod_spec["securityContext"]
+    container = rendered.container["securityContext"]
+    assert pod["runAsNonRoot"] is True
+    assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["allowPrivilegeEscalation"] is False
+    assert container["readOnlyRootFilesystem"] is True
+    assert container["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_tmp_is_a_writable_empty_dir(rendered: Rendered) -> None:
+    """/tmp, where the grading processes write, is an emptyDir."""
+    mounts = {m["mountPath"]: m["name"] for m in rendered.container["volumeMounts"]}
+    volumes = {v["name"]: v for v in rendered.pod_spec["volumes"]}
+    assert "emptyDir" in volumes[mounts["/tmp"]]
