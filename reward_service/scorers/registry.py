@@ -57,6 +57,10 @@ class ScorerRegistry:
     def names(self) -> list[str]:
         return sorted(self._targets)
 
+    def modules(self) -> list[str]:
+        """The modules that define the scorers, to preload in worker parents."""
+        return sorted({target.partition(":")[0] for target in self._targets.values()})
+
     def __contains__(self, name: object) -> bool:
         return name in self._targets
 

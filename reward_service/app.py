@@ -1,0 +1,169 @@
+"""The HTTP layer: validate, dispatch to the engine, map outcomes to HTTP.
+
+This is the only module that knows about status codes. Grading happens in
+`reward_service.engine`; nothing here imports a grader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from reward_service import __version__
+from reward_service.engine import Graded, ScoringEngine
+from reward_service.errors import BadRequest, Overloaded, PayloadTooLarge, RewardServiceError
+from reward_service.samples import sample_from_json
+from reward_service.settings import Settings
+
+_TRUE = {"1", "true", "yes", "on"}
+
+_SAMPLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "prompt": {"description": "A string or a list of chat messages; passed to the scorer."},
+        "response": {"type": "string", "description": "The generated answer, as decoded."},
+        "label": {
+            "description": "The gold answer, any JSON value. An object with `scorer` picks a "
+            "scorer for this sample, `answer`/`ground_truth` being the gold."
+        },
+    },
+}
+_DETAIL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reward": {"type": "number"},
+        "status": {"enum": ["ok", "wrong", "no_answer", "timeout", "error"]},
+        "scorer": {"type": "string"},
+        "elapsed_ms": {"type": "number"},
+    },
+    "required": ["reward", "status", "scorer", "elapsed_ms"],
+}
+_SCORE_OPENAPI: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "detail",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "boolean", "default": False},
+            "description": "Answer an object (reward, status, scorer, elapsed_ms, ...) "
+            "instead of a bare number; for SLIME use with `--reward-key reward`.",
+        }
+    ],
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": _SAMPLE_SCHEMA}},
+    },
+    "responses": {
+        "200": {
+            "description": "The reward (a bare number), or the detail object.",
+            "content": {
+                "application/json": {"schema": {"oneOf": [{"type": "number"}, _DETAIL_SCHEMA]}}
+            },
+        },
+        "400": {"description": "The body is not a JSON object."},
+        "404": {"description": "Unknown scorer; the message lists the known ones."},
+        "413": {"description": "The body is over the size cap."},
+        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
+    },
+}
+
+
+def _json(
+    content: Any, status_code: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(
+        orjson.dumps(content), status_code, headers=headers, media_type="application/json"
+    )
+
+
+async def _read_object(request: Request, max_bytes: int) -> dict[str, Any]:
+    """The request body as a JSON object, enforcing the size cap while reading."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise PayloadTooLarge(f"body of {declared} bytes is over the {max_bytes}-byte cap")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"body is over the {max_bytes}-byte cap")
+        chunks.append(chunk)
+    try:
+        body = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise BadRequest(f"body must be a JSON object, not {type(body).__name__}")
+    return body
+
+
+def _answer(graded: Graded, detail: bool) -> Response:
+    return _json(graded.detail() if detail else graded.reward)
+
+
+def create_app(settings: Settings | None = None, engine: ScoringEngine | None = None) -> FastAPI:
+    """The FastAPI application; the engine starts and stops with it."""
+    settings = settings or Settings()
+    engine = engine or ScoringEngine(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await engine.start()
+        try:
+            yield
+        finally:
+            await engine.close()
+
+    app = FastAPI(
+        title="reward-service",
+        version=__version__,
+        summary="Grades LLM answers for RL: SLIME remote_rm compatible.",
+        lifespan=lifespan,
+    )
+    app.state.engine = engine
+    app.state.settings = settings
+
+    @app.exception_handler(RewardServiceError)
+    async def _service_error(request: Request, exc: RewardServiceError) -> Response:
+        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Overloaded) else None
+        return _json({"error": str(exc)}, exc.status_code, headers)
+
+    async def _score(request: Request, scorer: str | None) -> Response:
+        if scorer is not None:
+            engine.registry.require(scorer)
+        sample = sample_from_json(await _read_object(request, settings.max_body_bytes))
+        graded = await engine.grade(sample, scorer)
+        return _answer(graded, request.query_params.get("detail", "").lower() in _TRUE)
+
+    @app.post("/score", openapi_extra=_SCORE_OPENAPI, summary="Grade one answer (default scorer)")
+    async def score_default(request: Request) -> Response:
+        return await _score(request, None)
+
+    @app.post(
+        "/score/{scorer}", openapi_extra=_SCORE_OPENAPI, summary="Grade one answer with a scorer"
+    )
+    async def score_named(request: Request, scorer: str) -> Response:
+        return await _score(request, scorer)
+
+    @app.get("/livez", summary="The event loop answers")
+    async def livez() -> Response:
+        return _json({"status": "alive"})
+
+    async def _readiness() -> Response:
+        if engine.ready:
+            return _json({"status": "ready", "workers": settings.workers})
+        return _json({"status": "not ready"}, 503)
+
+    app.get("/readyz", summary="The grading pool is warm and alive")(_readiness)
+    app.get("/health", summary="Alias of /readyz, for deployments of the older service")(_readiness)
+
+    @app.get("/scorers", summary="The scorers this service knows")
+    async def scorers() -> Response:
+        return _json({"default": settings.default_scorer, "scorers": engine.registry.names()})
+
+    return app

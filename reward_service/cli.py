@@ -1,0 +1,152 @@
+"""The `reward-service` command: serve, score one answer by hand, benchmark."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import pydantic
+
+from reward_service.settings import Settings
+
+
+def _settings_help() -> str:
+    lines = ["settings (environment variables; flags above override them):"]
+    for name, field in Settings.model_fields.items():
+        default = "CPUs available" if name == "workers" else field.default
+        lines.append(f"  REWARD_{name.upper():<28} {field.description or ''} [default: {default}]")
+    return "\n".join(lines)
+
+
+def _settings(overrides: dict[str, Any]) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except pydantic.ValidationError as exc:
+        sys.exit(f"reward-service: invalid settings:\n{exc}")
+
+
+def _serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from reward_service import logs
+    from reward_service.app import create_app
+
+    settings = _settings({"host": args.host, "port": args.port, "workers": args.workers})
+    logs.configure(settings.log_level)
+    app = create_app(settings)
+
+    class _DrainingServer(uvicorn.Server):
+        """Fails readiness the moment SIGTERM arrives, then drains as uvicorn does."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            app.state.engine.drain()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=int(settings.drain_s) or None,
+        timeout_keep_alive=75,
+    )
+    print(
+        f"reward-service: starting {settings.workers} grading workers on "
+        f"http://{settings.host}:{settings.port} (default scorer {settings.default_scorer})",
+        file=sys.stderr,
+    )
+    _DrainingServer(config).run()
+
+
+def _parse_label(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
+    from reward_service.engine import ScoringEngine
+    from reward_service.samples import sample_from_json
+
+    settings = _settings({"workers": 1})
+    engine = ScoringEngine(settings)
+    if args.scorer:
+        engine.registry.require(args.scorer)
+    print("reward-service: starting a grading worker ...", file=sys.stderr)
+    await engine.start()
+    try:
+        response = args.response if args.response is not None else sys.stdin.read()
+        body = {"prompt": args.prompt, "response": response, "label": _parse_label(args.label)}
+        graded = await engine.grade(sample_from_json(body), args.scorer)
+    finally:
+        await engine.close()
+    return graded.detail()
+
+
+def _score(args: argparse.Namespace) -> None:
+    from reward_service.errors import RewardServiceError
+
+    try:
+        detail = asyncio.run(_score_once(args))
+    except RewardServiceError as exc:
+        sys.exit(f"reward-service: {exc}")
+    print(json.dumps(detail, indent=2, ensure_ascii=False))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reward-service", description="CPU-only HTTP reward service for RL (SLIME remote_rm)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="start the HTTP service",
+        epilog=_settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--host", help="address to listen on [REWARD_HOST, default 0.0.0.0]")
+    serve.add_argument("--port", type=int, help="port [REWARD_PORT, default 8000]")
+    serve.add_argument(
+        "--workers", type=int, help="grading processes [REWARD_WORKERS, default: usable CPUs]"
+    )
+    serve.set_defaults(run=_serve)
+
+    score = commands.add_parser(
+        "score",
+        help="grade one answer here and print the reward and its details",
+        description="Grade one answer in a local worker, as the service would.",
+    )
+    score.add_argument("--label", required=True, help="gold label: JSON if it parses, else text")
+    score.add_argument("--response", help="the answer to grade (default: read stdin)")
+    score.add_argument("--prompt", default="", help="the prompt, for scorers that use it")
+    score.add_argument("--scorer", help="scorer name (default: REWARD_DEFAULT_SCORER)")
+    score.set_defaults(run=_score)
+
+    _register_optional(commands)
+    return parser
+
+
+def _register_optional(commands: Any) -> None:
+    from reward_service.bench import register as register_bench
+
+    register_bench(commands)
+    try:
+        from reward_service.slime.cli import register as register_slime
+    except ImportError:
+        return
+    register_slime(commands)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    args = build_parser().parse_args(argv)
+    args.run(args)

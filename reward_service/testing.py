@@ -1,0 +1,86 @@
+"""Test doubles for code that uses reward-service: a live server on loopback.
+
+    with live_server(workers=2, env={"REWARD_DEADLINE_S": "5"}) as server:
+        httpx.post(f"{server.url}/score", json={...})
+
+The server is a real `reward-service serve` process on a free loopback
+port, so tests exercise real sockets, processes and signals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class LiveServer:
+    """A running `reward-service serve` process."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        """Block until `/readyz` answers 200; raise if the process dies or time runs out."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode} before ready")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/readyz", timeout=1.0).status_code == 200:
+                    return
+            time.sleep(0.1)
+        raise TimeoutError(f"server at {self.url} not ready after {timeout_s} s")
+
+    def stop(self, timeout_s: float = 60.0) -> int:
+        """SIGTERM the server and wait for it; return its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@contextlib.contextmanager
+def live_server(
+    workers: int = 1,
+    env: Mapping[str, str] | None = None,
+    ready_timeout_s: float = 60.0,
+    quiet: bool = True,
+) -> Iterator[LiveServer]:
+    """Run `reward-service serve` on a free loopback port until the block ends."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "reward_service", "serve", "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--workers", str(workers)]
+    process = subprocess.Popen(
+        cmd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL if quiet else None,
+        stderr=subprocess.DEVNULL if quiet else None,
+    )
+    server = LiveServer(f"http://127.0.0.1:{port}", process)
+    try:
+        server.wait_ready(ready_timeout_s)
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,144 @@
+"""GRPO-shaped workloads with known rewards, for tests, benchmarks and load tests.
+
+A workload is a list of groups; each group is `n` answers sharing one label
+(as GRPO samples them), interleaved the way SLIME streams them. Every item
+carries the reward a correct grader must give it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+_FILLER = (
+    "first consider the equation and simplify both sides so that the terms collect "
+    "we substitute the value back to check each case carefully then the product of "
+    "roots follows from the coefficients hence the sum must be positive note that "
+    "dividing by two keeps the ratio which gives us the bound we need here"
+)
+_WORDS = tuple(_FILLER.split(" "))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A gold answer, as a label, and ways to write it right and wrong."""
+
+    label: Any
+    correct: tuple[str, ...]
+    equivalent: tuple[str, ...]
+    wrong: tuple[str, ...]
+
+
+def _integer(rng: random.Random) -> Problem:
+    n = rng.randint(-50, 5000)
+    label: Any = n if rng.random() < 0.5 else str(n)
+    return Problem(label, (str(n),), (f"{n}.0",), (str(n + rng.randint(1, 9)), str(-n - 1)))
+
+
+def _fraction(rng: random.Random) -> Problem:
+    p, q = rng.choice([(1, 2), (3, 4), (1, 4), (3, 8), (5, 8), (7, 20)])
+    k = rng.randint(1, 3)
+    return Problem(
+        rng.choice([f"\\frac{{{p}}}{{{q}}}", p / q]),
+        (f"\\frac{{{p}}}{{{q}}}",),
+        (f"{p / q:g}", f"{p}/{q}", f"\\frac{{{p * k}}}{{{q * k}}}"),
+        (f"\\frac{{{q}}}{{{p}}}", f"{p / q + 1:g}"),
+    )
+
+
+def _radical(rng: random.Random) -> Problem:
+    a, b = rng.choice([(2, 3), (2, 2), (3, 2), (2, 5), (3, 3)])
+    return Problem(
+        f"\\sqrt{{{a * a * b}}}",
+        (f"\\sqrt{{{a * a * b}}}",),
+        (f"{a}\\sqrt{{{b}}}", f"{a}\\sqrt{b}"),
+        (f"{a + 1}\\sqrt{{{b}}}", f"\\sqrt{{{b}}}"),
+    )
+
+
+def _pi(rng: random.Random) -> Problem:
+    q = rng.choice([2, 3, 4, 6])
+    return Problem(
+        f"\\frac{{\\pi}}{{{q}}}",
+        (f"\\frac{{\\pi}}{{{q}}}",),
+        (f"\\pi/{q}", f"\\frac{{1}}{{{q}}}\\pi"),
+        (f"\\frac{{\\pi}}{{{q + 1}}}", f"{q}\\pi"),
+    )
+
+
+def _interval(rng: random.Random) -> Problem:
+    a = rng.randint(-9, 5)
+    b = a + rng.randint(1, 9)
+    return Problem(
+        f"[{a}, {b})",
+        (f"[{a}, {b})",),
+        (f"[{a},{b})",),
+        (f"({a}, {b}]", f"[{a}, {b + 1})"),
+    )
+
+
+PROBLEM_KINDS = {
+    "integer": _integer,
+    "fraction": _fraction,
+    "radical": _radical,
+    "pi": _pi,
+    "interval": _interval,
+}
+
+
+def chain_of_thought(rng: random.Random, min_chars: int, max_chars: int) -> str:
+    """Reasoning-like filler of a random length, free of answer anchors."""
+    target = rng.randint(min_chars, max_chars)
+    lines: list[str] = []
+    size = 0
+    while size < target:
+        line = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 20)))
+        line += f" so $x_{{{rng.randint(1, 9)}}} = {rng.randint(2, 99)} + y$."
+        lines.append(line)
+        size += len(line) + 1
+    return "\n".join(lines)
+
+
+def _answer(rng: random.Random, problem: Problem, cot: str) -> tuple[str, float]:
+    roll = rng.random()
+    if roll < 0.10:
+        return cot[: len(cot) // 2], 0.0
+    if roll < 0.45:
+        return f"{cot}\nThus the answer is $\\boxed{{{rng.choice(problem.correct)}}}$.", 1.0
+    if roll < 0.70:
+        return f"{cot}\nThus the answer is $\\boxed{{{rng.choice(problem.equivalent)}}}$.", 1.0
+    return f"{cot}\nThus the answer is $\\boxed{{{rng.choice(problem.wrong)}}}$.", 0.0
+
+
+def grpo_workload(
+    seed: int,
+    answers: int,
+    group_size: int = 8,
+    kinds: tuple[str, ...] = tuple(PROBLEM_KINDS),
+    min_chars: int = 1_000,
+    max_chars: int = 20_000,
+) -> list[dict[str, Any]]:
+    """`answers` items `{prompt, response, label, expected}`, groups interleaved."""
+    rng = random.Random(seed)
+    groups: list[list[dict[str, Any]]] = []
+    for g in range((answers + group_size - 1) // group_size):
+        problem = PROBLEM_KINDS[rng.choice(kinds)](rng)
+        prompt: Any = f"Problem {seed}-{g}: solve it and box the answer."
+        if rng.random() < 0.3:
+            prompt = [{"role": "user", "content": prompt}]
+        group = []
+        for _ in range(group_size):
+            response, expected = _answer(rng, problem, chain_of_thought(rng, min_chars, max_chars))
+            group.append(
+                {
+                    "prompt": prompt,
+                    "response": response,
+                    "label": problem.label,
+                    "expected": expected,
+                }
+            )
+        groups.append(group)
+    items = [item for group in groups for item in group]
+    rng.shuffle(items)
+    return items[:answers]
