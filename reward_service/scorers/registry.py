@@ -23,6 +23,11 @@ ENTRY_POINT_GROUP = "reward_service.scorers"
 BUILTINS: dict[str, str] = {
     "math_verify": "reward_service.scorers.math_verify:MathVerifyScorer",
     "exact": "reward_service.scorers.exact:ExactScorer",
+    "math": "reward_service.scorers.math:MathScorer",
+    "deepscaler": "reward_service.scorers.deepscaler:DeepScalerScorer",
+    "dapo": "reward_service.scorers.dapo:DapoScorer",
+    "f1": "reward_service.scorers.f1:F1Scorer",
+    "choice": "reward_service.scorers.choice:ChoiceScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
 

@@ -1,0 +1,115 @@
+"""`choice`: multiple-choice letter answers, GPQA / MMLU style.
+
+The response's reasoning (up to the last `</think>`) is ignored. The letter
+is the last explicit answer statement (`Answer: B`, `the answer is (B)`,
+`correct option is **B**`, `\\boxed{B}`); failing that, the last bold
+(`**B**`), parenthesised (`(B)`) or lone-line letter. Only letters of the
+choices count: A-D for four choices, A-J when the choices are not given.
+
+The label is a letter (`"B"`, `"b"`, `"(B)"`), a 0-based index (`1` is B),
+or, when `options["choices"]` lists the choices, the text of one of them.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping, Sequence
+
+from reward_service.scorers.base import JSON, Score, Scorer
+
+DEFAULT_LETTERS = "ABCDEFGHIJ"
+"""Letters accepted when the choices are not given (MMLU-Pro has ten)."""
+
+_THINK_END = "</think>"
+_WRAPPERS = r"(?:\\(?:boxed|text|textbf|mathbf|mathrm)\{|\\[(\[]|[\s*_$(\[{])*"
+_EXPLICIT = (
+    re.compile(
+        r"(?i:answer|(?:correct|right|best)\s+(?:option|choice))(?:\s+is)?\s*[:=]?"
+        + _WRAPPERS
+        + r"([A-Z])(?![A-Za-z0-9])"
+    ),
+    re.compile(r"\\boxed\{\s*(?:\\text(?:bf)?\{\s*)?\(?([A-Za-z])\)?\s*\}"),
+)
+_IMPLICIT = (
+    re.compile(r"\*\*\(?([A-Z])\)?[.:]?\*\*"),
+    re.compile(r"\(([A-Z])\)"),
+    re.compile(r"(?m)^[\s*>#-]*([A-Z])[.)]?[ \t]*$"),
+)
+_LABEL_LETTER = re.compile(r"[(\[]?\s*([A-Za-z])\s*[)\].]?")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def _last_letter(text: str, patterns: Sequence[re.Pattern[str]], letters: str) -> str | None:
+    """The valid letter matched last in `text` by any of `patterns`."""
+    found = [
+        (match.start(), match.group(1).upper())
+        for pattern in patterns
+        for match in pattern.finditer(text)
+        if match.group(1).upper() in letters
+    ]
+    return max(found)[1] if found else None
+
+
+def extract_letter(response: str, letters: str) -> str | None:
+    """The option letter a response commits to, or None."""
+    answer = response.rpartition(_THINK_END)[2]
+    return _last_letter(answer, _EXPLICIT, letters) or _last_letter(answer, _IMPLICIT, letters)
+
+
+def _normal_text(text: str) -> str:
+    return _NON_WORD.sub(" ", text.lower()).strip()
+
+
+def _choice_texts(options: Mapping[str, JSON]) -> list[str] | None:
+    """The listed choices, None when none are given; ValueError when unusable."""
+    choices = options.get("choices")
+    if choices is None:
+        return None
+    if not isinstance(choices, list) or not 0 < len(choices) <= len(string.ascii_uppercase):
+        raise ValueError("choices must be a list of 1 to 26 options")
+    return [str(choice) for choice in choices]
+
+
+def gold_letter(label: JSON, letters: str, choices: list[str] | None) -> str:
+    """The letter a label designates; ValueError saying why when it designates none."""
+    if isinstance(label, float) and label.is_integer():
+        label = int(label)
+    if isinstance(label, int) and not isinstance(label, bool):
+        if not 0 <= label < len(letters):
+            raise ValueError(f"label index {label} is outside 0..{len(letters) - 1}")
+        return letters[label]
+    if not isinstance(label, str):
+        raise ValueError(f"label of type {type(label).__name__} names no choice")
+    letter = _LABEL_LETTER.fullmatch(label.strip())
+    if letter:
+        if letter[1].upper() not in letters:
+            raise ValueError(f"label letter {letter[1]!r} is not among {letters}")
+        return letter[1].upper()
+    if choices is None:
+        raise ValueError("label is not a letter and no choices were given")
+    wanted = _normal_text(label)
+    for index, choice in enumerate(choices):
+        if _normal_text(choice) == wanted:
+            return letters[index]
+    raise ValueError("label matches none of the choices")
+
+
+class ChoiceScorer(Scorer):
+    """1.0 when the response's option letter is the label's, else 0.0."""
+
+    name = "choice"
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        try:
+            choices = _choice_texts(options)
+            letters = string.ascii_uppercase[: len(choices)] if choices else DEFAULT_LETTERS
+            gold = gold_letter(label, letters, choices)
+        except ValueError as exc:
+            return Score.error(str(exc))
+        pred = extract_letter(response, letters)
+        if pred is None:
+            return Score.no_answer("no option letter found", gold=gold)
+        return Score.verdict(pred == gold, pred=pred, gold=gold)

@@ -1,0 +1,25 @@
+"""`math`: SLIME's in-process `--rm-type math`, graded without crashing.
+
+The last `\\boxed{}` (or `\\fbox{}`) of the response is the answer; a boxed
+label is unboxed; a list label holds alternatives. See `math_answer` for
+the comparison. Unlike SLIME, a label of `0` is graded (SLIME's
+`if not ground_truth` marks it wrong) and odd labels get a status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from reward_service.scorers.base import JSON, Score, Scorer
+from reward_service.scorers.math_answer import grade_boxed
+
+
+class MathScorer(Scorer):
+    """1.0 when the last boxed answer equals the label (string or sympy), else 0.0."""
+
+    name = "math"
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        return grade_boxed(response, label, self.limits.timeout_s)
