@@ -1,0 +1,104 @@
+"""Preflight: fail fast and clearly when the service is down, not ready or wrong."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from reward_service.slime.preflight import PreflightError, run_preflight
+from reward_service.testing import free_port
+
+from .stand_in import Reply, StandIn, grade_like_math
+
+
+def _preflight(url: str, lines: list[str], **options: object) -> None:
+    run_preflight(url, wait_s=1.0, interval_s=0.1, say=lines.append, **options)  # type: ignore[arg-type]
+
+
+def test_passes_against_the_real_service(reward_url: str) -> None:
+    """The real service grades the known-correct sample 1 and the known-wrong one 0."""
+    lines: list[str] = []
+    _preflight(f"{reward_url}/score", lines)
+    assert lines[-1] == "preflight: known-correct sample graded 1, known-wrong graded 0"
+
+
+def test_passes_with_detail_and_reward_key(reward_url: str) -> None:
+    """With ?detail=1 the reward is read from the object, as SLIME's --reward-key does."""
+    _preflight(f"{reward_url}/score?detail=1", [], reward_key="reward")
+
+
+def test_service_down_fails_within_the_wait() -> None:
+    """Nothing listening: the preflight gives up after its bound and says how to check."""
+    url = f"http://127.0.0.1:{free_port()}/score"
+    lines: list[str] = []
+    start = time.monotonic()
+    with pytest.raises(PreflightError, match="not ready after 1s") as failure:
+        _preflight(url, lines)
+    assert time.monotonic() - start < 5
+    assert "unreachable (ConnectError" in str(failure.value)
+    assert f"curl -sS -i {url.removesuffix('/score')}/readyz" in str(failure.value)
+    assert lines[1].startswith("preflight: waiting for")
+
+
+def test_unresolvable_host_fails_at_once() -> None:
+    """A wrong Service name fails before any wait, pointing at the name and namespace."""
+    start = time.monotonic()
+    with pytest.raises(PreflightError, match="cannot resolve 'slime-reward.nowhere.invalid'"):
+        run_preflight("http://slime-reward.nowhere.invalid:8000/score", wait_s=60, say=print)
+    assert time.monotonic() - start < 10
+
+
+def test_not_ready_fails_naming_the_status(stand_in: StandIn) -> None:
+    """/readyz answering 503 throughout stops the launch with that status in the message."""
+    stand_in.route("/readyz", lambda _: Reply(503, {"status": "warming"}))
+    with pytest.raises(PreflightError, match="is HTTP 503"):
+        _preflight(f"{stand_in.url}/score", [])
+    assert "POST" not in {method for method, _, _ in stand_in.requests}
+
+
+def test_becomes_ready_during_the_wait(stand_in: StandIn) -> None:
+    """A service that turns ready within the bound passes, after a progress line."""
+    answers = iter([Reply(503), Reply(503)])
+    stand_in.route("/readyz", lambda _: next(answers, Reply(200)))
+    stand_in.route("/score", lambda body: Reply(200, grade_like_math(body)))
+    lines: list[str] = []
+    _preflight(f"{stand_in.url}/score", lines)
+    assert any("HTTP 503" in line for line in lines)
+
+
+def test_grading_a_correct_answer_wrong_fails(stand_in: StandIn) -> None:
+    """A service that answers 0.0 to everything is refused, with a curl line to see it."""
+    stand_in.route("/score/exact", lambda _: Reply(200, 0.0))
+    with pytest.raises(PreflightError, match="graded the known-correct sample 0") as failure:
+        _preflight(f"{stand_in.url}/score/exact", [])
+    message = str(failure.value)
+    assert "curl -sS -i -X POST -H 'Content-Type: application/json' -d" in message
+    assert f"{stand_in.url}/score/exact" in message
+
+
+def test_grading_everything_right_fails(stand_in: StandIn) -> None:
+    """A service that answers 1.0 to everything fails on the known-wrong sample."""
+    stand_in.route("/score", lambda _: Reply(200, 1.0))
+    with pytest.raises(PreflightError, match="graded the known-wrong sample 1, expected 0"):
+        _preflight(f"{stand_in.url}/score", [])
+
+
+def test_object_answer_without_reward_key_fails(stand_in: StandIn) -> None:
+    """An object answer without --reward-key would break SLIME, so the preflight says so."""
+    stand_in.route("/score", lambda body: Reply(200, {"reward": grade_like_math(body)}))
+    with pytest.raises(PreflightError, match="--reward-key reward"):
+        _preflight(f"{stand_in.url}/score", [])
+
+
+def test_error_status_fails_with_the_answer(stand_in: StandIn) -> None:
+    """A 4xx on a probe is reported with its status and body."""
+    stand_in.route("/score/nope", lambda _: Reply(404, {"error": "unknown scorer 'nope'"}))
+    with pytest.raises(PreflightError, match="HTTP 404.*unknown scorer"):
+        _preflight(f"{stand_in.url}/score/nope", [])
+
+
+def test_skip_grading_only_waits(stand_in: StandIn) -> None:
+    """With grading skipped, a ready service passes without any sample posted."""
+    _preflight(f"{stand_in.url}/score", [], check_grading=False)
+    assert stand_in.paths("POST") == []
