@@ -91,6 +91,12 @@ _FRAC_ONE_CHAR = re.compile(r"\\frac([^{])(?=\{)")
 _SIMPLE_RATIO = re.compile(r"(-?(?:0|[1-9]\d*))/(-?(?:0|[1-9]\d*))")
 
 
+def _braced_shorthand(latex: str) -> str:
+    """`\\sqrt3` -> `\\sqrt{3}`, `\\frac12` -> `\\frac{1}{2}`, `\\frac1{72}` -> `\\frac{1}{72}`."""
+    latex = _SQRT_SHORTHAND.sub(r"\\sqrt{\1}", latex)
+    return _FRAC_ONE_CHAR.sub(r"\\frac{\1}", _FRAC_TWO_CHARS.sub(r"\\frac{\1}{\2}", latex))
+
+
 def hendrycks_normal(answer: str) -> str:
     """The MATH dataset's string normalisation: `\\dfrac12` and `1/2` become `\\frac{1}{2}`."""
     answer = answer.strip()
@@ -106,8 +112,7 @@ def hendrycks_normal(answer: str) -> str:
     left, equals, right = answer.partition("=")
     if equals and "=" not in right and len(left) <= 2:
         answer = right
-    answer = _SQRT_SHORTHAND.sub(r"\\sqrt{\1}", answer).replace(" ", "")
-    answer = _FRAC_ONE_CHAR.sub(r"\\frac{\1}", _FRAC_TWO_CHARS.sub(r"\\frac{\1}{\2}", answer))
+    answer = _braced_shorthand(answer.replace(" ", ""))
     if answer == "0.5":
         return "\\frac{1}{2}"
     ratio = _SIMPLE_RATIO.fullmatch(answer)
@@ -193,7 +198,7 @@ def _rewrite_command(text: str, command: str, render: str) -> str:
 
 def _latex_to_plain(expr: str) -> str:
     """A plain-text reading of simple LaTeX: `\\frac{1}{2}` -> `1/2`, `\\sqrt{x}` -> `sqrt(x)`."""
-    expr = expr.replace("\\tfrac", "\\frac").replace("\\dfrac", "\\frac")
+    expr = _braced_shorthand(expr.replace("\\tfrac", "\\frac").replace("\\dfrac", "\\frac"))
     expr = _rewrite_command(expr, "\\frac", " {}/{}")  # the space keeps "7\frac34" a mixed number
     expr = _rewrite_command(expr, "\\sqrt", "sqrt({})")
     for old, new in _LATEX_WORDS:
