@@ -1,0 +1,118 @@
+"""The image's install steps, performed outside Docker so the recipe cannot rot.
+
+Mirrors reward_service.Dockerfile: copy the build context, build the wheel with
+no dependencies, install it into a fresh pip-less virtual environment with the
+outer pip, start `reward-service serve`, wait for /readyz, grade one sample.
+Change both together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .rendering import ROOT
+
+CONTEXT = ("pyproject.toml", "README.md", "reward_service")
+READY_TIMEOUT_S = 90.0
+EXIT_TIMEOUT_S = 60.0
+SAMPLE = {"prompt": "q", "response": "so \\boxed{2}", "label": "2"}
+
+
+def _run(*command: str | Path, timeout_s: float = 600) -> None:
+    proc = subprocess.run(
+        [str(c) for c in command], capture_output=True, text=True, timeout=timeout_s, check=False
+    )
+    assert proc.returncode == 0, f"{command} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _installed_venv(tmp_path: Path) -> Path:
+    context = tmp_path / "context"
+    context.mkdir()
+    for name in CONTEXT:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, context / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, context / name)
+    dist = tmp_path / "dist"
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", dist, context)
+    [wheel] = dist.glob("reward_service-*.whl")
+    venv = tmp_path / "venv"
+    _run(sys.executable, "-m", "venv", "--without-pip", venv)
+    _run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", wheel)
+    return venv
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            status: int = response.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """The base URL of `reward-service serve` run from a fresh install of the wheel."""
+    venv = _installed_venv(tmp_path)
+    port = _free_port()
+    command = [str(venv / "bin" / "reward-service"), "serve", "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--workers", "1"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWARD_")}
+    log_path = tmp_path / "serve.log"
+    base = f"http://127.0.0.1:{port}"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=log, stderr=log)
+        try:
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while _status(f"{base}/readyz") != 200:
+                assert server.poll() is None, log_path.read_text()[-3000:]
+                assert time.monotonic() < deadline, f"not ready within {READY_TIMEOUT_S} s"
+                time.sleep(0.5)
+            yield base
+            server.send_signal(signal.SIGTERM)
+            # uvicorn re-raises SIGTERM once its graceful shutdown is done.
+            returncode = server.wait(timeout=EXIT_TIMEOUT_S)
+            assert returncode in (0, -signal.SIGTERM), log_path.read_text()[-3000:]
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_installed_wheel_serves_and_grades(served: str) -> None:
+    """A wheel installed as the image installs it serves /score and grades a right answer 1.0."""
+    request = urllib.request.Request(
+        f"{served}/score",
+        data=json.dumps(SAMPLE).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        assert json.loads(response.read()) == 1.0
