@@ -38,6 +38,7 @@ LABEL org.opencontainers.image.title="reward-service" \
       org.opencontainers.image.base.name="${PYTHON_IMAGE}"
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
+    PIP_ROOT_USER_ACTION=ignore \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \
