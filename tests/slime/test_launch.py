@@ -15,7 +15,7 @@ from reward_service.testing import free_port
 
 URL = "http://rm.ns.svc.cluster.local:8000/score"
 
-TRICKY = ["--name", "a b", "--q", "it's \"quoted\"", "--cost", "$HOME ${X[@]} `id`", "", "-"]
+TRICKY = ["--name", "a b", "--q", 'it\'s "quoted"', "--cost", "$HOME ${X[@]} `id`", "", "-"]
 
 
 TRAIN = ["python3", "train.py"]
@@ -33,7 +33,11 @@ ADDED = ["--rm-type", "remote_rm", "--rm-url", URL]
             "reward",
             [*TRAIN, "--rm-url=http://other/score", "--reward-key", "r", "--rm-type", "remote_rm"],
         ),
-        ([*TRAIN, "--custom-rm-path", "m.f"], "reward", [*TRAIN, "--custom-rm-path", "m.f", *ADDED]),
+        (
+            [*TRAIN, "--custom-rm-path", "m.f"],
+            "reward",
+            [*TRAIN, "--custom-rm-path", "m.f", *ADDED],
+        ),
     ],
 )
 def test_slime_argv(command: list[str], reward_key: str | None, expected: list[str]) -> None:
@@ -59,8 +63,7 @@ def _launch(tmp_path: Path, env: dict[str, str], *options: str) -> subprocess.Co
     record = tmp_path / "argv.json"
     recorder = tmp_path / "train.py"
     recorder.write_text(
-        "import json, sys\n"
-        f"open({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
+        f"import json, sys\nopen({str(record)!r}, 'w').write(json.dumps(sys.argv[1:]))\n"
     )
     command = [sys.executable, "-m", "reward_service.slime", "launch", *options]
     command += ["--", sys.executable, str(recorder), *TRICKY]
@@ -95,7 +98,8 @@ def test_launch_runs_the_preflight_first(tmp_path: Path, reward_url: str) -> Non
 
 def test_launch_refuses_when_the_service_is_down(tmp_path: Path) -> None:
     """With no service the command never starts, and the exit code says so."""
-    env = {"SLIME_REWARD_URL": f"http://127.0.0.1:{free_port()}/score", "SLIME_REWARD_WAIT_S": "0.5"}
+    url = f"http://127.0.0.1:{free_port()}/score"
+    env = {"SLIME_REWARD_URL": url, "SLIME_REWARD_WAIT_S": "0.5"}
     result = _launch(tmp_path, env)
     assert result.returncode == 1
     assert "reward-service slime: error: reward service not ready" in result.stderr

@@ -12,8 +12,17 @@ from reward_service.testing import free_port
 from .stand_in import Reply, StandIn, grade_like_math
 
 
-def _preflight(url: str, lines: list[str], **options: object) -> None:
-    run_preflight(url, wait_s=1.0, interval_s=0.1, say=lines.append, **options)  # type: ignore[arg-type]
+def _preflight(
+    url: str, lines: list[str], reward_key: str | None = None, check_grading: bool = True
+) -> None:
+    run_preflight(
+        url,
+        reward_key=reward_key,
+        wait_s=1.0,
+        interval_s=0.1,
+        check_grading=check_grading,
+        say=lines.append,
+    )
 
 
 def test_passes_against_the_real_service(reward_url: str) -> None:
@@ -44,7 +53,7 @@ def test_service_down_fails_within_the_wait() -> None:
 def test_unresolvable_host_fails_at_once() -> None:
     """A wrong Service name fails before any wait, pointing at the name and namespace."""
     start = time.monotonic()
-    with pytest.raises(PreflightError, match="cannot resolve 'slime-reward.nowhere.invalid'"):
+    with pytest.raises(PreflightError, match=r"cannot resolve 'slime-reward\.nowhere\.invalid'"):
         run_preflight("http://slime-reward.nowhere.invalid:8000/score", wait_s=60, say=print)
     assert time.monotonic() - start < 10
 
@@ -94,7 +103,7 @@ def test_object_answer_without_reward_key_fails(stand_in: StandIn) -> None:
 def test_error_status_fails_with_the_answer(stand_in: StandIn) -> None:
     """A 4xx on a probe is reported with its status and body."""
     stand_in.route("/score/nope", lambda _: Reply(404, {"error": "unknown scorer 'nope'"}))
-    with pytest.raises(PreflightError, match="HTTP 404.*unknown scorer"):
+    with pytest.raises(PreflightError, match=r"HTTP 404.*unknown scorer"):
         _preflight(f"{stand_in.url}/score/nope", [])
 
 
