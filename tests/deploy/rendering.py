@@ -54,6 +54,7 @@ class Rendered:
 
 @functools.cache
 def render(overlay: str) -> Rendered:
+    """`kubectl kustomize` of one overlay; skips the test where kubectl is missing."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl not found on PATH: the Kubernetes manifest checks need it to render")
@@ -70,12 +71,11 @@ def render(overlay: str) -> Rendered:
 
 
 def dockerfile_instructions(text: str) -> Iterator[tuple[str, str]]:
+    """(KEYWORD, arguments) per instruction, comments dropped, continuations joined."""
     logical = ""
     for line in text.splitlines():
         stripped = line.strip()
-        if not logical and (not stripped or stripped.startswith("#")):
-            continue
-        if stripped.startswith("#"):
+        if not stripped or stripped.startswith("#"):
             continue
         if stripped.endswith("\\"):
             logical += stripped[:-1] + " "
