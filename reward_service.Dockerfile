@@ -41,8 +41,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    HOME=/tmp \
-    PATH=/opt/venv/bin:$PATH
+    HOME=/tmp
 
 # The venv gets no pip of its own: the base image's pip installs into it, so the
 # final environment holds the service and its dependencies only.
@@ -53,6 +52,8 @@ RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     && groupadd --system --gid 10001 reward \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
        --shell /usr/sbin/nologin reward
+# Only now: inside the RUN above, `python` must still be the base image's (with pip).
+ENV PATH=/opt/venv/bin:$PATH
 
 USER 10001:10001
 WORKDIR /tmp
