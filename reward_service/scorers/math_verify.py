@@ -17,17 +17,38 @@ Extraction config, and why:
 math_verify's own timeouts (`signal.alarm`, whole seconds) stay on: workers
 run this on their main thread. It reports a timeout only by logging, so a
 log handler turns that into the `timeout` status.
+
+Speed, with the verdict unchanged (see `math_verify_answer` for the proof):
+
+* path `region`: when the deciding box can be pinned down cheaply, only
+  `\\boxed{<content>}` is parsed, not the whole chain of thought;
+* path `fast`: plain numbers in that box (and in simple gold labels) are read
+  straight into math_verify's sympy values; two plain integers are compared
+  without sympy at all;
+* path `full`: anything else goes through math_verify whole, as before;
+* gold parses per label and verdicts per (gold texts, normalised answer) sit
+  in caches of `limits.cache_size` entries each, so the interleaved answers
+  of many groups still hit. `Score.details` says which path settled an
+  answer and whether the verdict came from the cache; `stats` counts both.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from functools import lru_cache
-from typing import Any
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Generic, TypeVar
 
 from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, Status
 from reward_service.scorers.hazards import answer_region, find_hazard
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
+"""Gold texts that cannot hold an extraction anchor, so their box alone decides."""
 
 
 class _TimeoutFlag(logging.Handler):
@@ -40,6 +61,68 @@ class _TimeoutFlag(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.getMessage().startswith("Timeout"):
             self.fired = True
+
+
+class _BoundedCache(Generic[K, V]):
+    """A least-recently-used map holding at most `size` entries."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        if self._size <= 0:
+            return
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass
+class GradingStats:
+    """How a scorer's answers were settled, for callers to read.
+
+    `fast`, `region` and `full` count the answers graded along each path;
+    an answer whose verdict came from the cache counts in `verdict_hits`
+    instead, so the five answer counters add up to the answers graded.
+    """
+
+    fast: int = 0
+    region: int = 0
+    full: int = 0
+    verdict_hits: int = 0
+    verdict_misses: int = 0
+    gold_hits: int = 0
+    gold_misses: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a JSON-ready mapping."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Gold:
+    """A gold text parsed as math_verify parses it."""
+
+    parsed: list[Any]
+    integer: int | None = None
+    """Its value when it is a plain integer read on the fast path."""
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    correct: bool
+    path: str
 
 
 def gold_texts(label: JSON) -> list[str] | str:
@@ -74,26 +157,20 @@ class MathVerifyScorer(Scorer):
         super().__init__(limits)
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
+        from reward_service.scorers import math_verify_answer
+
+        self._answer = math_verify_answer
         self._parse = parse
         self._verify = verify
-        self._answer_config = (
-            LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False),
-            ExprExtractionConfig(try_extract_without_anchor=False),
-        )
+        self._answer_config = (math_verify_answer.ANSWER_LATEX, math_verify_answer.ANSWER_EXPR)
         self._gold_config = (LatexExtractionConfig(), ExprExtractionConfig())
         self._timeouts = _TimeoutFlag()
         logging.getLogger("math_verify").addHandler(self._timeouts)
-        self._parse_gold = lru_cache(maxsize=self.limits.cache_size)(self._parse_gold_uncached)
-
-    def _parse_gold_uncached(self, text: str) -> list[Any]:
-        return list(
-            self._parse(
-                boxed(text),
-                self._gold_config,
-                extraction_mode="first_match",
-                parsing_timeout=self.limits.timeout_s,
-            )
+        self._golds: _BoundedCache[str, _Gold] = _BoundedCache(self.limits.cache_size)
+        self._verdicts: _BoundedCache[tuple[tuple[str, ...], str], _Verdict] = _BoundedCache(
+            self.limits.cache_size
         )
+        self.stats = GradingStats()
 
     @classmethod
     def screen(cls, response: str, label: JSON) -> Score | None:
@@ -101,13 +178,94 @@ class MathVerifyScorer(Scorer):
         return Score.no_answer(f"rejected: {hazard}") if hazard else None
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        golds = gold_texts(label)
-        if isinstance(golds, str):
-            return Score.error(golds)
+        texts = gold_texts(label)
+        if isinstance(texts, str):
+            return Score.error(texts)
         self._timeouts.fired = False
-        gold = [parsed for text in golds for parsed in self._parse_gold(text)]
+        golds = [self._gold(text) for text in texts]
+        gold = [parsed for entry in golds for parsed in entry.parsed]
         if not gold:
-            return self._unreadable("gold label could not be parsed", gold=golds[0])
+            return self._unreadable("gold label could not be parsed", gold=texts[0])
+        content = self._answer.final_box(response)
+        if content is None:
+            return self._grade_full(gold, response)
+        latex = self._answer.normalized(content)
+        key = (tuple(texts), latex)
+        cached = self._verdicts.get(key)
+        if cached is not None:
+            self.stats.verdict_hits += 1
+            return Score.verdict(cached.correct, pred=latex[:200], path=cached.path, cache="hit")
+        self.stats.verdict_misses += 1
+        return self._grade_region(golds, gold, content, latex, key)
+
+    def _gold(self, text: str) -> _Gold:
+        entry = self._golds.get(text)
+        if entry is not None:
+            self.stats.gold_hits += 1
+            return entry
+        self.stats.gold_misses += 1
+        entry = self._read_plain_gold(text) or _Gold(
+            list(
+                self._parse(
+                    boxed(text),
+                    self._gold_config,
+                    extraction_mode="first_match",
+                    parsing_timeout=self.limits.timeout_s,
+                )
+            )
+        )
+        if not self._timeouts.fired:
+            self._golds.put(text, entry)
+        return entry
+
+    def _read_plain_gold(self, text: str) -> _Gold | None:
+        """A plain-number gold read without antlr; its box is the only match there is."""
+        if not _PLAIN_GOLD.fullmatch(text):
+            return None
+        content = self._answer.final_box(boxed(text))
+        if content is None:
+            return None
+        latex = self._answer.normalized(content)
+        value = self._answer.exact_value(latex)
+        if value is None:
+            return None
+        return _Gold([value, latex], self._answer.plain_integer(latex))
+
+    def _grade_region(
+        self,
+        golds: list[_Gold],
+        gold: list[Any],
+        content: str,
+        latex: str,
+        key: tuple[tuple[str, ...], str],
+    ) -> Score:
+        integer = self._answer.plain_integer(latex)
+        value = self._answer.exact_value(latex)
+        if integer is not None and all(entry.integer is not None for entry in golds):
+            path, correct = "fast", any(entry.integer == integer for entry in golds)
+        else:
+            if value is not None:
+                path, answer = "fast", [value, latex]
+            else:
+                path = "region"
+                answer = self._parse(
+                    self._answer.region(content),
+                    self._answer_config,
+                    extraction_mode="first_match",
+                    parsing_timeout=self.limits.timeout_s,
+                )
+            if not answer:
+                self.stats.region += 1
+                return self._unreadable("no answer found", reward_if_read=True, path=path)
+            correct = bool(self._verify(gold, answer, timeout_seconds=self.limits.timeout_s))
+        setattr(self.stats, path, getattr(self.stats, path) + 1)
+        if not correct and self._timeouts.fired:
+            return self._timed_out(pred=latex[:200], path=path)
+        self._verdicts.put(key, _Verdict(correct, path))
+        return Score.verdict(correct, pred=latex[:200], path=path, cache="miss")
+
+    def _grade_full(self, gold: list[Any], response: str) -> Score:
+        self.stats.full += 1
         answer = self._parse(
             response,
             self._answer_config,
@@ -115,16 +273,19 @@ class MathVerifyScorer(Scorer):
             parsing_timeout=self.limits.timeout_s,
         )
         if not answer:
-            return self._unreadable("no answer found", reward_if_read=True)
+            return self._unreadable("no answer found", reward_if_read=True, path="full")
         correct = self._verify(gold, answer, timeout_seconds=self.limits.timeout_s)
         pred = str(answer[-1])[:200]
         if not correct and self._timeouts.fired:
-            return Score(0.0, Status.TIMEOUT, {"reason": "math_verify timed out", "pred": pred})
-        return Score.verdict(bool(correct), pred=pred)
+            return self._timed_out(pred=pred, path="full")
+        return Score.verdict(bool(correct), pred=pred, path="full")
+
+    def _timed_out(self, **details: JSON) -> Score:
+        return Score(0.0, Status.TIMEOUT, {"reason": "math_verify timed out", **details})
 
     def _unreadable(self, reason: str, reward_if_read: bool = False, **details: JSON) -> Score:
         if self._timeouts.fired:
-            return Score(0.0, Status.TIMEOUT, {"reason": "math_verify timed out", **details})
+            return self._timed_out(**details)
         if reward_if_read:
             return Score.no_answer(reason, **details)
         return Score.error(reason, **details)

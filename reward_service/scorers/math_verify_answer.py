@@ -1,0 +1,130 @@
+"""The final answer math_verify would grade, found and read without its full parse.
+
+With the answer config of `math_verify.MathVerifyScorer` (boxed matches at
+priority 0, no anchor-free extraction, `first_match`), once a response holds
+`\\boxed{` followed later by `}`, math_verify looks only at its priority-0
+matches and grades the one that ends rightmost (the leftmost of those that
+end there). These are:
+
+* the plain box, `\\boxed{` at its first occurrence through the last `}` of
+  the response, normalised with `boxed="last"`;
+* math environments (`$..$`, `$$..$$`, `\\(..\\)`, `\\[..\\]`, ` [..] `)
+  holding a box, optionally chained by "and"/"or"/",", with a percent sign;
+* "final answer is ... I hope" sentences.
+
+An environment match ends on its closing delimiter (`$`, `]`, `)`), on
+whitespace or a percent word after it; an "I hope" match ends on "I hope".
+None of these ends with `}`. So when the text after the last `}` holds no
+`$`, `]`, `)` and no "I hope", the plain box wins outright and nothing but
+that slice needs reading (`final_box` skips the scan). Otherwise the
+priority-0 patterns run here as in math_verify, and the winner is read
+when it is the plain box or a single environment without percent sign.
+
+Either way the winner is reduced to the box content `c` math_verify's
+normaliser extracts first. Its remaining normalisation and its parse are
+functions of `c` alone, so `\\boxed{c}` (the region) parses to exactly the
+same list whenever the normaliser extracts `c` back from it, which
+`final_box` checks. Anything else returns None: the caller parses the
+whole response.
+
+`exact_value` then reads the normalised forms that are plain numbers
+(integers, decimals, grouped thousands, integer fractions, integer percents)
+straight into the sympy values math_verify's LaTeX parser builds for them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from latex2sympy2_extended.math_normalization import extract_boxed_content, normalize_latex
+from math_verify import ExprExtractionConfig, LatexExtractionConfig
+from math_verify.parser import lazy_expr_regex, lazy_latex_regex
+from sympy import Integer, Mul, Number, Rational, UnevaluatedExpr
+
+ANSWER_LATEX = LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False)
+ANSWER_EXPR = ExprExtractionConfig(try_extract_without_anchor=False)
+"""The answer extraction config this module's reasoning holds for."""
+
+_BOX_OPEN = "\\boxed{"
+_LAST_BOX = replace(ANSWER_LATEX.normalization_config, boxed="last")
+_ENV_CLOSERS = ("$", "]", ")", "I hope")
+_PLAIN_BOX_GROUP = "first_latexBoxed"
+
+_MAX_DIGITS = 1000
+_INTEGER = re.compile(rf"[+-]?\d{{1,{_MAX_DIGITS}}}")
+_DECIMAL = re.compile(r"-?(?:0|[1-9]\d{0,30})\.\d{1,30}")
+_GROUPED = re.compile(r"-?[1-9]\d{0,2}(?:,\d{3}){1,10}")
+_FRACTION = re.compile(r"(-?)\\frac\{(-?\d{1,30})\}\{([1-9]\d{0,29})\}")
+_PERCENT = re.compile(r"(\d{1,30})\\?%")
+_PERCENT_FACTOR = UnevaluatedExpr(Rational(1, 100))
+
+
+def _priority_zero_patterns() -> list[re.Pattern[str]]:
+    patterns = [*lazy_latex_regex(ANSWER_LATEX), *lazy_expr_regex(ANSWER_EXPR)]
+    return [pattern for pattern, priority in patterns if priority == 0]
+
+
+def _winning_content(response: str, box_start: int, last_brace: int) -> str | None:
+    """The box content math_verify's normaliser takes from the winning match, if readable."""
+    tail = response[last_brace + 1 :]
+    if not any(closer in tail for closer in _ENV_CLOSERS):
+        return str(extract_boxed_content(response[box_start : last_brace + 1], mode="last"))
+    matches = [m for pattern in _priority_zero_patterns() for m in pattern.finditer(response)]
+    winner = max(matches, key=lambda m: (m.end(), -m.start()))
+    groups = {name: value for name, value in winner.groupdict().items() if value}
+    if _PLAIN_BOX_GROUP in groups:
+        return str(extract_boxed_content(groups[_PLAIN_BOX_GROUP], mode="last"))
+    envs = [name for name in groups if "_latex" in name]
+    if len(envs) != 1 or not envs[0].startswith("first_") or "first_percent" in groups:
+        return None
+    return str(extract_boxed_content(groups[envs[0]], mode="all"))
+
+
+def final_box(response: str) -> str | None:
+    """The content `c` such that `\\boxed{c}` parses as `response` does, if provable."""
+    box_start = response.find(_BOX_OPEN)
+    last_brace = response.rfind("}")
+    if box_start < 0 or last_brace < box_start + len(_BOX_OPEN) + 1:
+        return None
+    content = _winning_content(response, box_start, last_brace)
+    if not content or extract_boxed_content(region(content), mode="last") != content:
+        return None
+    return content
+
+
+def region(content: str) -> str:
+    """The short text that math_verify grades like the response `content` came from."""
+    return f"{_BOX_OPEN}{content}}}"
+
+
+def normalized(content: str) -> str:
+    """The LaTeX math_verify parses for the region of `content` (its fallback string)."""
+    return str(normalize_latex(region(content), config=_LAST_BOX))
+
+
+def plain_integer(latex: str) -> int | None:
+    """The value of a normalised answer that is a bare (signed) integer."""
+    return int(latex) if _INTEGER.fullmatch(latex) else None
+
+
+def exact_value(latex: str) -> Any | None:
+    """The sympy value math_verify builds for a plain-number answer, else None."""
+    integer = plain_integer(latex)
+    if integer is not None:
+        return Integer(integer)
+    if _GROUPED.fullmatch(latex):
+        return Integer(int(latex.replace(",", "")))
+    if _DECIMAL.fullmatch(latex):
+        unsigned = Number(latex.lstrip("-"))
+        return -unsigned if latex.startswith("-") else unsigned
+    fraction = _FRACTION.fullmatch(latex)
+    if fraction:
+        sign, top, bottom = fraction.groups()
+        value = Rational(int(top), int(bottom))
+        return -value if sign else value
+    percent = _PERCENT.fullmatch(latex)
+    if percent:
+        return Mul(Integer(int(percent[1])), _PERCENT_FACTOR, evaluate=False)
+    return None
