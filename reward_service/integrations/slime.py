@@ -242,12 +242,28 @@ def _client(args: Any) -> RewardClient:
     return by_url[url]
 
 
-async def batched_rm(args: Any, samples: Any, **kwargs: Any) -> float | list[float]:
-    """SLIME's custom reward hook: a reward for one sample, a list for a list."""
-    client = _client(args)
-    if isinstance(samples, list):
-        return await client.score(samples)
-    return (await client.score([samples]))[0]
+Reward = float | dict[str, float]
+
+
+async def batched_rm(
+    args: Any, samples: Any, *, inplace_set_reward_field: bool = False, **kwargs: Any
+) -> Reward | list[Reward] | None:
+    """SLIME's custom reward hook: a reward for one sample, a list for a list.
+
+    With ``--reward-key KEY`` set, each reward is ``{KEY: reward}``, as SLIME
+    then reads it. With ``inplace_set_reward_field`` (newer SLIME rollouts)
+    each ``sample.reward`` is set and nothing is returned.
+    """
+    group = samples if isinstance(samples, list) else [samples]
+    key = getattr(args, "reward_key", None)
+    rewards: list[Reward] = [
+        {key: reward} if key else reward for reward in await _client(args).score(group)
+    ]
+    if inplace_set_reward_field:
+        for sample, reward in zip(group, rewards, strict=True):
+            sample.reward = reward
+        return None
+    return rewards if isinstance(samples, list) else rewards[0]
 
 
 async def aclose() -> None:

@@ -24,6 +24,7 @@ class Sample:
     response: str
     label: Any
     metadata: dict[str, Any] = field(default_factory=dict)
+    reward: Any = None
 
 
 RIGHT = Sample("1+1?", "so \\boxed{2}", "2")
@@ -59,6 +60,22 @@ async def test_group_goes_to_the_batch_endpoint(stand_in: StandIn, pooled: None)
     args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
     assert await batched_rm(args, [RIGHT, WRONG, WRONG, RIGHT]) == [1.0, 0.0, 0.0, 1.0]
     assert stand_in.paths() == ["/score/batch"]
+
+
+async def test_reward_key_wraps_each_reward(stand_in: StandIn, pooled: None) -> None:
+    """With --reward-key set, each reward is an object SLIME reads under that key."""
+    stand_in.route("/score/batch", _batch)
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score", reward_key="reward")
+    assert await batched_rm(args, [RIGHT, WRONG]) == [{"reward": 1.0}, {"reward": 0.0}]
+
+
+async def test_inplace_sets_sample_rewards(stand_in: StandIn, pooled: None) -> None:
+    """Called with inplace_set_reward_field, the adapter sets sample.reward and returns None."""
+    stand_in.route("/score/batch", _batch)
+    group = [Sample("1+1?", "so \\boxed{2}", "2"), Sample("1+1?", "so \\boxed{3}", "2")]
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, group, inplace_set_reward_field=True) is None
+    assert [sample.reward for sample in group] == [1.0, 0.0]
 
 
 async def test_without_batch_endpoint_posts_one_by_one(stand_in: StandIn) -> None:
