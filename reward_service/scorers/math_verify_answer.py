@@ -17,8 +17,12 @@ whitespace or a percent word after it; an "I hope" match ends on "I hope".
 None of these ends with `}`. So when the text after the last `}` holds no
 `$`, `]`, `)` and no "I hope", the plain box wins outright and nothing but
 that slice needs reading (`final_box` skips the scan). Otherwise the
-priority-0 patterns run here as in math_verify, and the winner is read
-when it is the plain box or a single environment without percent sign.
+priority-0 patterns run here in math_verify's order and the winner is
+picked as math_verify picks it (greatest end, then smallest start, then
+pattern order); it is read when it is the plain box or a single LaTeX
+environment without percent sign (an "I hope" sentence's included).
+Chained environments, percent signs and plain-number "I hope" sentences
+are left to math_verify.
 
 Either way the winner is reduced to the box content `c` math_verify's
 normaliser extracts first. Its remaining normalisation and its parse are

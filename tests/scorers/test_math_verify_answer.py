@@ -1,0 +1,86 @@
+"""Finding and reading the answer math_verify would grade, without its full parse."""
+
+from __future__ import annotations
+
+import pytest
+from math_verify import parse
+from sympy import srepr
+
+from reward_service.scorers.math_verify_answer import (
+    ANSWER_EXPR,
+    ANSWER_LATEX,
+    exact_value,
+    final_box,
+    normalized,
+    region,
+)
+
+PLAIN_NUMBERS = [
+    "42", "-42", "+42", "007", "-0", "3.14", "-3.14", "0.5", "-0.5", ".5", "1,000",
+    "-12,345,678", "1.50", "0.0", "-0.0", "3.141592653589793238462643383279",
+    "\\frac{1}{2}", "\\frac12", "-\\frac{1}{2}", "\\frac{-1}{2}", "\\frac{4}{2}", "1/2",
+    "-4/6", "\\dfrac{3}{4}", "50\\%", "50%", "050%", "0%",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("number", PLAIN_NUMBERS)
+def test_exact_value_matches_math_verify(number: str) -> None:
+    """A boxed plain number reads to math_verify's own sympy value, structure included."""
+    expected = parse(f"\\boxed{{{number}}}", (ANSWER_LATEX, ANSWER_EXPR), "first_match")
+    latex = normalized(f"{number}")
+    value = exact_value(latex)
+    assert [srepr(value), latex] == [srepr(expected[0]), expected[1]]
+
+
+@pytest.mark.parametrize(
+    "latex", ["3.", "1,00", "0,5", "10^{3}", "\\frac{1}{0}", "-5\\%", "2.5\\%", "x", ""]
+)
+def test_exact_value_leaves_other_forms_to_math_verify(latex: str) -> None:
+    """Forms whose value is not a plain number are not read on the fast path."""
+    assert exact_value(latex) is None
+
+
+@pytest.mark.parametrize(
+    ("response", "content"),
+    [
+        ("so \\boxed{42}.", "42"),
+        ("so $\\boxed{42}$.", "42"),
+        ("\\[\n\\boxed{\\frac{1}{2}}\n\\]", "\\frac{1}{2}"),
+        ("\\boxed{1} and \\boxed{2}", "1,2"),
+        ("\\boxed{9} long text in between the two boxes here \\boxed{2}", "2"),
+        ("\\boxed{x} then a long enough pause \\fbox{7} so", "7"),
+        ("\\boxed{x} then a long enough pause \\boxed {7}", "7"),
+        ("\\boxed{7}. The final answer is $7$. I hope it is correct.", "7"),
+        ("</think>\\boxed{{7}}", "{7}"),
+    ],
+)
+def test_final_box_finds_the_deciding_box(response: str, content: str) -> None:
+    """`final_box` returns the content math_verify's normaliser takes from the winning box."""
+    assert final_box(response) == content
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "no box at all",
+        "\\boxed{7",
+        "\\boxed{}",
+        "$\\boxed{7}$\\%",
+        "$\\boxed{1}$ and $\\boxed{2}$",
+        "\\boxed{7}. The final answer is 7. I hope it is correct.",
+        "\\fbox{7} so",
+        "\\boxed {7}",
+    ],
+)
+def test_final_box_declines_what_it_cannot_prove(response: str) -> None:
+    """Responses whose answer needs math_verify's full parse give None."""
+    assert final_box(response) is None
+
+
+def test_region_parses_like_the_response() -> None:
+    """`\\boxed{c}` parses to the very list the response it came from parses to."""
+    response = "Thus $x = \\sqrt{12}$ and \\[\n\\boxed{2\\sqrt{3}}\n\\] (done)."
+    content = final_box(response)
+    assert content is not None
+    config = (ANSWER_LATEX, ANSWER_EXPR)
+    assert parse(region(content), config, "first_match") == parse(response, config, "first_match")
