@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from reward_service.cpus import available_cpus
-from reward_service.workload import grpo_workload
+from reward_service.workload import grpo_workload, request_body
 
 _plain_state: dict[str, Any] = {}
 
@@ -63,8 +63,7 @@ async def _post_all(url: str, items: list[dict[str, Any]], connections: int) -> 
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
 
         async def post(item: dict[str, Any]) -> float:
-            body = {k: item[k] for k in ("prompt", "response", "label")}
-            async with session.post(url, json=body) as resp:
+            async with session.post(url, json=request_body(item)) as resp:
                 resp.raise_for_status()
                 reward: float = await resp.json()
                 return reward

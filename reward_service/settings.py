@@ -29,6 +29,10 @@ class Settings(BaseSettings):
         description="Grading processes; default: the CPUs this process may use (cgroup, affinity).",
     )
     default_scorer: str = Field("math_verify", description="Scorer behind plain /score.")
+    extra_scorers: dict[str, str] = Field(
+        default_factory=dict,
+        description='More scorers without packaging, as JSON {"name": "module:Class"}.',
+    )
     deadline_s: float = Field(
         10.0, gt=0, le=120, description="Hard deadline per grading; past it the worker is killed."
     )

@@ -18,8 +18,11 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
+
+from reward_service.scorers.base import JSON, Score, Scorer, Status
 
 
 def free_port() -> int:
@@ -28,6 +31,16 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
 
 
 @dataclass
@@ -48,6 +61,11 @@ class LiveServer:
                     return
             time.sleep(0.1)
         raise TimeoutError(f"server at {self.url} not ready after {timeout_s} s")
+
+    def worker_pids(self) -> list[int]:
+        """PIDs of the grading workers (children of the forkserver child)."""
+        children = _children(self.process.pid)
+        return [pid for child in children for pid in _children(child)]
 
     def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM the server and wait for it; return its exit code."""
@@ -84,3 +102,32 @@ def live_server(
         yield server
     finally:
         server.stop()
+
+
+class FakeScorer(Scorer):
+    """A scorer whose response says what to do: for fault and contract tests.
+
+    Load it with `REWARD_EXTRA_SCORERS='{"fake": "reward_service.testing:FakeScorer"}'`.
+    The response is a number (the reward, status ok), or one of:
+    `stall` (hold the GIL in C, beyond any signal), `crash` (the worker
+    dies), `raise` (the scorer raises), `hog` (allocate without bound).
+    """
+
+    name = "fake"
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        command = response.strip()
+        if command == "stall":
+            pow(10, 10**10)
+        elif command == "crash":
+            os._exit(3)
+        elif command == "raise":
+            raise RuntimeError("fake scorer asked to raise")
+        elif command == "hog":
+            hoard = []
+            while True:
+                hoard.append(bytearray(64 * 1024 * 1024))
+        try:
+            return Score.verdict(True) if not command else Score(float(command), Status.OK)
+        except ValueError:
+            return Score.no_answer("fake scorer reads numbers and commands only")

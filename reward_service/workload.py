@@ -142,3 +142,8 @@ def grpo_workload(
     items = [item for group in groups for item in group]
     rng.shuffle(items)
     return items[:answers]
+
+
+def request_body(item: dict[str, Any]) -> dict[str, Any]:
+    """The body SLIME would post for a workload item (no `expected`)."""
+    return {"prompt": item["prompt"], "response": item["response"], "label": item["label"]}

@@ -52,11 +52,14 @@ class ScorerRegistry:
         self._instances: dict[str, Scorer] = {}
 
     @classmethod
-    def discover(cls, limits: GradingLimits | None = None) -> ScorerRegistry:
-        """Built-ins plus every installed `reward_service.scorers` plugin."""
+    def discover(
+        cls, limits: GradingLimits | None = None, extra: dict[str, str] | None = None
+    ) -> ScorerRegistry:
+        """Built-ins, every installed `reward_service.scorers` plugin, then `extra`."""
         targets = dict(BUILTINS)
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             targets.setdefault(ep.name, ep.value)
+        targets.update(extra or {})
         return cls(targets, limits)
 
     def names(self) -> list[str]:

@@ -1,0 +1,150 @@
+"""Nothing an answer does can hang the service, lose a request or kill it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from reward_service.testing import LiveServer, live_server
+from reward_service.workload import grpo_workload, request_body
+from tests.conftest import TEST_ENV
+
+DEADLINE_S = 4.0
+
+PATHOLOGICAL = [
+    "\\boxed{9^{9^{9^{9}}}}",
+    "\\boxed{(10^{100})!}",
+    "\\boxed{" + "{" * 50 + "1" + "}" * 50 + "}",
+    "\\boxed{" + "(" * 50 + "1" + ")" * 50 + "}",
+    "\\boxed{2^{2^{40}}}",
+    "The final answer is $10^{10^{10}}$",
+    "\\boxed{10^{10^{7}}}",
+]
+
+
+@pytest.fixture
+def faults_server() -> Iterator[LiveServer]:
+    """A private two-worker server: these tests kill its workers."""
+    with live_server(workers=2, env=TEST_ENV) as running:
+        yield running
+
+
+def _wait_ready(server: LiveServer, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while httpx.get(f"{server.url}/readyz").status_code != 200:
+        assert time.monotonic() < deadline, "readiness did not recover"
+        time.sleep(0.1)
+
+
+class LivenessProbe:
+    """Polls /livez in a thread and keeps the slowest answer time."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.slowest_s = 0.0
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self._stop.is_set():
+                started = time.perf_counter()
+                try:
+                    client.get(f"{self.url}/livez").raise_for_status()
+                except httpx.HTTPError:
+                    self.failures += 1
+                self.slowest_s = max(self.slowest_s, time.perf_counter() - started)
+                self._stop.wait(0.05)
+
+    def __enter__(self) -> LivenessProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def _timed_post(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> tuple[float, dict[str, Any]]:
+    started = time.perf_counter()
+    response = await client.post(path, json=body, params={"detail": "1"})
+    response.raise_for_status()
+    return time.perf_counter() - started, response.json()
+
+
+async def _send(url: str, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    limits = httpx.Limits(max_connections=64)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+        return await asyncio.gather(*(_timed_post(client, p, b) for p, b in requests))
+
+
+def test_pathological_answers_never_starve_normal_traffic(faults_server: LiveServer) -> None:
+    """Hostile answers, more than workers, cost at most a deadline; the rest grade right."""
+    normal = grpo_workload(seed=11, answers=64, max_chars=4_000)
+    hostile = [("/score", {"response": r, "label": "1"}) for r in PATHOLOGICAL * 2]
+    requests = hostile + [("/score", request_body(item)) for item in normal]
+    with LivenessProbe(faults_server.url) as probe:
+        results = asyncio.run(_send(faults_server.url, requests))
+    for elapsed, detail in results[: len(hostile)]:
+        assert elapsed < DEADLINE_S + 2
+        assert (detail["reward"], detail["status"]) in {(0.0, "timeout"), (0.0, "no_answer")}
+    assert [d["reward"] for _, d in results[len(hostile) :]] == [i["expected"] for i in normal]
+    assert probe.failures == 0
+    assert probe.slowest_s < 1.0
+
+
+def test_stalled_grader_is_killed_at_the_deadline(faults_server: LiveServer) -> None:
+    """An answer that holds the GIL in C gets `timeout` after the deadline; the pool heals."""
+    stalls = [("/score/fake", {"response": "stall", "label": 1})] * 2
+    with LivenessProbe(faults_server.url) as probe:
+        results = asyncio.run(_send(faults_server.url, stalls))
+    for elapsed, detail in results:
+        assert DEADLINE_S - 0.5 < elapsed < DEADLINE_S + 2
+        assert (detail["reward"], detail["status"]) == (0.0, "timeout")
+    assert probe.slowest_s < 1.0
+    [(_, after)] = asyncio.run(_send(faults_server.url, [("/score/fake", {"response": "0.5"})]))
+    assert (after["reward"], after["status"]) == (0.5, "ok")
+
+
+@pytest.mark.parametrize(
+    ("command", "status"), [("raise", "error"), ("crash", "error"), ("hog", "error")]
+)
+def test_scorer_failures_become_statuses(
+    faults_server: LiveServer, command: str, status: str
+) -> None:
+    """A scorer that raises, kills its worker or exhausts memory costs one fallback reward."""
+    [(_, detail)] = asyncio.run(_send(faults_server.url, [("/score/fake", {"response": command})]))
+    assert (detail["reward"], detail["status"]) == (0.0, status)
+    _wait_ready(faults_server)
+
+
+def test_sigkilled_worker_loses_no_request(faults_server: LiveServer) -> None:
+    """SIGKILL a worker under load: every request answered right, readiness recovers."""
+    items = grpo_workload(seed=13, answers=400, max_chars=8_000)
+    requests = [("/score", request_body(item)) for item in items]
+
+    def kill_workers() -> None:
+        for _ in range(3):
+            time.sleep(0.3)
+            pids = faults_server.worker_pids()
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_workers)
+    killer.start()
+    results = asyncio.run(_send(faults_server.url, requests))
+    killer.join()
+    assert [d["reward"] for _, d in results] == [i["expected"] for i in items]
+    _wait_ready(faults_server)
+    assert len(faults_server.worker_pids()) == 2

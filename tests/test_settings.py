@@ -1,0 +1,53 @@
+"""Settings are validated at start-up; the worker count follows usable CPUs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from reward_service.cpus import available_cpus
+from reward_service.settings import Settings
+
+
+def test_environment_sets_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`REWARD_<FIELD>` variables set the matching fields."""
+    monkeypatch.setenv("REWARD_PORT", "9001")
+    monkeypatch.setenv("REWARD_EXTRA_SCORERS", '{"x": "m:C"}')
+    settings = Settings()
+    assert settings.port == 9001
+    assert settings.extra_scorers == {"x": "m:C"}
+
+
+BAD = [{"port": 0}, {"deadline_s": 0}, {"workers": 0}, {"deadline_s": 2, "grader_timeout_s": 3}]
+
+
+@pytest.mark.parametrize("bad", BAD)
+def test_bad_values_fail_at_start_up(bad: dict[str, object]) -> None:
+    """Out-of-range values and an inner timeout past the deadline are refused."""
+    with pytest.raises(pydantic.ValidationError):
+        Settings(**bad)  # type: ignore[arg-type]
+
+
+def _cgroup(root: Path, cpu_max: str) -> Path:
+    (root / "sys/fs/cgroup").mkdir(parents=True)
+    (root / "sys/fs/cgroup/cpu.max").write_text(cpu_max)
+    return root
+
+
+def test_cgroup_quota_caps_workers(tmp_path: Path) -> None:
+    """A 1.5-CPU quota gives 2 workers at most, whatever the host has."""
+    assert available_cpus(_cgroup(tmp_path, "150000 100000\n")) <= 2
+
+
+def test_fractional_quota_below_one_gives_one(tmp_path: Path) -> None:
+    """A quota under one CPU still gives one worker."""
+    assert available_cpus(_cgroup(tmp_path, "50000 100000\n")) == 1
+
+
+def test_unlimited_quota_uses_affinity(tmp_path: Path) -> None:
+    """Without a quota the count is the CPUs this process may run on."""
+    import os
+
+    assert available_cpus(_cgroup(tmp_path, "max 100000\n")) == len(os.sched_getaffinity(0))
