@@ -17,7 +17,8 @@ from fastapi.responses import Response
 from reward_service import __version__
 from reward_service.engine import Graded, ScoringEngine
 from reward_service.errors import BadRequest, Overloaded, PayloadTooLarge, RewardServiceError
-from reward_service.samples import sample_from_json
+from reward_service.integrations.openrlhf import openrlhf_answer, samples_from_openrlhf
+from reward_service.samples import Sample, sample_from_json
 from reward_service.settings import Settings
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -73,6 +74,66 @@ _SCORE_OPENAPI: dict[str, Any] = {
 }
 
 
+_BATCH_OPENAPI: dict[str, Any] = {
+    "parameters": _SCORE_OPENAPI["parameters"],
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"items": {"type": "array", "items": _SAMPLE_SCHEMA}},
+                    "required": ["items"],
+                }
+            }
+        },
+    },
+    "responses": {
+        "200": {
+            "description": "`rewards` in input order; `details` too with `?detail=1`. An item "
+            "that is not an object gets the fallback reward and status `error`.",
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "rewards": {"type": "array", "items": {"type": "number"}},
+                            "details": {"type": "array", "items": _DETAIL_SCHEMA},
+                        },
+                        "required": ["rewards"],
+                    }
+                }
+            },
+        },
+        "400": {"description": 'The body is not `{"items": [...]}`.'},
+        "413": {"description": "The body or the number of items is over its cap."},
+        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
+    },
+}
+_OPENRLHF_OPENAPI: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "array", "items": {"type": "string"}},
+                        "prompts": {"type": "array", "items": {"type": "string"}},
+                        "labels": {"type": "array"},
+                    },
+                    "required": ["query"],
+                }
+            }
+        },
+    },
+    "responses": {
+        "200": {"description": '`{"rewards", "scores", "extra_logs"}` in input order.'},
+        "400": {"description": "`query`, `prompts` and `labels` are not lists of one length."},
+    },
+}
+
+
 def _json(
     content: Any, status_code: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
@@ -104,6 +165,20 @@ async def _read_object(request: Request, max_bytes: int) -> dict[str, Any]:
 
 def _answer(graded: Graded, detail: bool) -> Response:
     return _json(graded.detail() if detail else graded.reward)
+
+
+def _wants_detail(request: Request) -> bool:
+    return request.query_params.get("detail", "").lower() in _TRUE
+
+
+def _batch_samples(body: dict[str, Any], max_items: int) -> list[Sample | None]:
+    """The batch's samples in order; None marks an item that is not an object."""
+    items = body.get("items")
+    if not isinstance(items, list):
+        raise BadRequest('batch body must be {"items": [{"prompt", "response", "label"}, ...]}')
+    if len(items) > max_items:
+        raise PayloadTooLarge(f"batch of {len(items)} items is over the cap of {max_items}")
+    return [sample_from_json(item) if isinstance(item, dict) else None for item in items]
 
 
 def create_app(settings: Settings | None = None, engine: ScoringEngine | None = None) -> FastAPI:
@@ -138,17 +213,51 @@ def create_app(settings: Settings | None = None, engine: ScoringEngine | None = 
             engine.registry.require(scorer)
         sample = sample_from_json(await _read_object(request, settings.max_body_bytes))
         graded = await engine.grade(sample, scorer)
-        return _answer(graded, request.query_params.get("detail", "").lower() in _TRUE)
+        return _answer(graded, _wants_detail(request))
+
+    async def _score_batch(request: Request, scorer: str | None) -> Response:
+        if scorer is not None:
+            engine.registry.require(scorer)
+        body = await _read_object(request, settings.max_body_bytes)
+        graded = await engine.grade_many(_batch_samples(body, settings.max_batch_items), scorer)
+        answer: dict[str, Any] = {"rewards": [g.reward for g in graded]}
+        if _wants_detail(request):
+            answer["details"] = [g.detail() for g in graded]
+        return _json(answer)
 
     @app.post("/score", openapi_extra=_SCORE_OPENAPI, summary="Grade one answer (default scorer)")
     async def score_default(request: Request) -> Response:
         return await _score(request, None)
 
     @app.post(
+        "/score/batch", openapi_extra=_BATCH_OPENAPI, summary="Grade many answers (default scorer)"
+    )
+    async def score_batch_default(request: Request) -> Response:
+        return await _score_batch(request, None)
+
+    @app.post(
+        "/score/{scorer}/batch",
+        openapi_extra=_BATCH_OPENAPI,
+        summary="Grade many answers with a scorer",
+    )
+    async def score_batch_named(request: Request, scorer: str) -> Response:
+        return await _score_batch(request, scorer)
+
+    @app.post(
         "/score/{scorer}", openapi_extra=_SCORE_OPENAPI, summary="Grade one answer with a scorer"
     )
     async def score_named(request: Request, scorer: str) -> Response:
         return await _score(request, scorer)
+
+    @app.post("/get_reward", openapi_extra=_OPENRLHF_OPENAPI, summary="OpenRLHF --remote_rm_url")
+    async def get_reward(request: Request) -> Response:
+        samples = samples_from_openrlhf(await _read_object(request, settings.max_body_bytes))
+        if len(samples) > settings.max_batch_items:
+            raise PayloadTooLarge(
+                f"{len(samples)} queries is over the cap of {settings.max_batch_items}"
+            )
+        graded = await engine.grade_many(samples, None)
+        return _json(openrlhf_answer([g.score for g in graded]))
 
     @app.get("/livez", summary="The event loop answers")
     async def livez() -> Response:

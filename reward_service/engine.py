@@ -10,10 +10,12 @@ has its task retried once on a fresh worker.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import multiprocessing
 import resource
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reward_service.errors import Overloaded
@@ -122,16 +124,42 @@ class ScoringEngine:
         if pool is not None:
             await pool.close()
 
-    async def grade(self, sample: Sample, scorer: str | None = None) -> Graded:
+    async def grade(
+        self, sample: Sample, scorer: str | None = None, admitted: bool = False
+    ) -> Graded:
         """Grade one sample with `sample.scorer`, else `scorer`, else the default."""
         started = time.perf_counter()
         name = sample.scorer or scorer or self.settings.default_scorer
         score = self._precheck(sample, name)
         if score is None:
-            score = await self._run(sample, name)
+            score = await self._run(sample, name, admitted)
         if score.status in (Status.TIMEOUT, Status.ERROR):
             score = Score(self.settings.fallback_reward, score.status, score.details)
         return Graded(score, name, (time.perf_counter() - started) * 1000)
+
+    async def grade_many(
+        self, samples: Sequence[Sample | None], scorer: str | None = None
+    ) -> list[Graded]:
+        """Grade a batch in input order; a None item is graded as an error.
+
+        The whole batch is admitted or refused (503) at once, so a client
+        never gets half a batch.
+        """
+        if self.in_flight + len(samples) > self.settings.max_queue and samples:
+            raise Overloaded(
+                f"batch of {len(samples)} does not fit the grading queue", retry_after_s=1
+            )
+        name = scorer or self.settings.default_scorer
+        not_object = Graded(
+            Score(self.settings.fallback_reward, Status.ERROR, {"reason": "item is not an object"}),
+            name,
+            0.0,
+        )
+        graded = await asyncio.gather(
+            *(self.grade(s, scorer, admitted=True) for s in samples if s is not None)
+        )
+        results = iter(graded)
+        return [next(results) if s is not None else not_object for s in samples]
 
     def _precheck(self, sample: Sample, name: str) -> Score | None:
         """Answers settled without a worker: unknown scorer, oversized, hazardous."""
@@ -142,10 +170,10 @@ class ScoringEngine:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
         return self.registry.scorer_class(name).screen(sample.response, sample.label)
 
-    async def _run(self, sample: Sample, name: str) -> Score:
+    async def _run(self, sample: Sample, name: str, admitted: bool) -> Score:
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
-        if self.in_flight >= self.settings.max_queue:
+        if not admitted and self.in_flight >= self.settings.max_queue:
             raise Overloaded("grading queue is full", retry_after_s=1)
         args = (name, sample.prompt, sample.response, sample.label, dict(sample.options))
         self.in_flight += 1
