@@ -15,6 +15,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+
 from reward_service.scorers.base import JSON
 from reward_service.scorers.math_verify import boxed, gold_texts
 
@@ -233,37 +235,40 @@ def _response(rng: random.Random, answer: str, other: str) -> str:
 _ODD_LABELS: list[JSON] = [None, {}, {"answer": 3}, True, False, "", "  ", [], [None], "\\frac{"]
 
 
-def generate_cases(seed: int, count: int, integer_only: bool = False) -> list[Case]:
+def generate_cases(
+    seed: int, count: int, integer_only: bool = False, group_size: int = 1
+) -> list[Case]:
     """`count` cases drawn deterministically from `seed`.
 
     With `integer_only`, labels are integers and answers boxed numbers, as
     in DAPO-Math or GSM8K; otherwise every answer family and wrapping mixes.
+    Each run of `group_size` cases shares one label, as GRPO's samples do.
     """
     rng = random.Random(seed)
     families = [_integer] if integer_only else _MIXED
-    cases = []
-    for _ in range(count):
+    cases: list[Case] = []
+    while len(cases) < count:
         family = rng.choice(families)
-        label, forms = family(rng)
-        answer = forms[0] if rng.random() < 0.35 else rng.choice(forms)
-        if integer_only:
-            label = int(forms[0])
-            digits = answer if rng.random() < 0.9 else str(rng.randint(0, 999))
-            response = f"{_chain_of_thought(rng, 1500)}\n\nThe answer is \\boxed{{{digits}}}."
-            if rng.random() < 0.1:
-                response = response[: rng.randint(0, len(response))]
-        else:
-            if rng.random() < 0.03:
-                label = rng.choice(_ODD_LABELS)
-            response = _response(rng, answer, rng.choice(forms))
-        cases.append(Case(response, label, family.__name__.lstrip("_")))
+        group_label, forms = family(rng)
+        for _ in range(min(group_size, count - len(cases))):
+            label = group_label
+            answer = forms[0] if rng.random() < 0.35 else rng.choice(forms)
+            if integer_only:
+                label = int(forms[0])
+                digits = answer if rng.random() < 0.9 else str(rng.randint(0, 999))
+                response = f"{_chain_of_thought(rng, 1500)}\n\nThe answer is \\boxed{{{digits}}}."
+                if rng.random() < 0.1:
+                    response = response[: rng.randint(0, len(response))]
+            else:
+                if rng.random() < 0.03:
+                    label = rng.choice(_ODD_LABELS)
+                response = _response(rng, answer, rng.choice(forms))
+            cases.append(Case(response, label, family.__name__.lstrip("_")))
     return cases
 
 
 def plain_grade(case: Case, timeout_s: int = 3) -> tuple[float, str | None]:
     """Plain math_verify's reward for `case` and the answer text it read."""
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-
     golds = gold_texts(case.label)
     if isinstance(golds, str):
         return 0.0, None
