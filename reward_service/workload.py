@@ -147,3 +147,43 @@ def grpo_workload(
 def request_body(item: dict[str, Any]) -> dict[str, Any]:
     """The body SLIME would post for a workload item (no `expected`)."""
     return {"prompt": item["prompt"], "response": item["response"], "label": item["label"]}
+
+
+HOSTILE_ANSWERS = (
+    "\\boxed{9^{9^{9^{9}}}}",
+    "\\boxed{(10^{100})!}",
+    "\\boxed{" + "{" * 50 + "1" + "}" * 50 + "}",
+    "\\boxed{" + "(" * 50 + "1" + ")" * 50 + "}",
+    "\\boxed{2^{2^{40}}}",
+    "\\boxed{10^{10^{7}}}",
+)
+"""Short answers that would stall a symbolic grader; a correct service gives each 0.0."""
+
+
+def hostile_workload(
+    seed: int, answers: int, min_chars: int = 200, max_chars: int = 2_000
+) -> list[dict[str, Any]]:
+    """`answers` items whose boxed answer is hostile; each expects the reward 0.0."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(answers):
+        label: Any = rng.randint(1, 999)
+        cot = chain_of_thought(rng, min_chars, max_chars)
+        items.append(
+            {
+                "prompt": f"Problem {seed}-h{i}: solve it and box the answer.",
+                "response": f"{cot}\nThus the answer is ${rng.choice(HOSTILE_ANSWERS)}$.",
+                "label": label if rng.random() < 0.5 else str(label),
+                "expected": 0.0,
+            }
+        )
+    return items
+
+
+def chat_prompt(rng: random.Random, text: str) -> list[dict[str, Any]]:
+    """`text` as a chat-message list, sometimes with typed content parts."""
+    user: Any = text if rng.random() < 0.5 else [{"type": "text", "text": text}]
+    return [
+        {"role": "system", "content": "Reason step by step; put the answer in \\boxed{}."},
+        {"role": "user", "content": user},
+    ]
