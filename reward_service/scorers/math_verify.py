@@ -47,6 +47,9 @@ from reward_service.scorers.hazards import answer_region, find_hazard
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
+_CACHEABLE_CHARS = 2000
+"""Longer labels and answers are graded but not cached: the caches bound entries, not bytes."""
+
 _PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
 """Gold texts that cannot hold an extraction anchor, so their box alone decides."""
 
@@ -156,12 +159,16 @@ class MathVerifyScorer(Scorer):
     def __init__(self, limits: GradingLimits | None = None) -> None:
         super().__init__(limits)
         from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+        from math_verify.errors import TimeoutException
+        from math_verify.utils import timeout
 
         from reward_service.scorers import math_verify_answer
 
         self._answer = math_verify_answer
         self._parse = parse
         self._verify = verify
+        self._timeout_error = TimeoutException
+        self._read_answer = timeout(self.limits.timeout_s)(self._read_answer_untimed)
         self._answer_config = (math_verify_answer.ANSWER_LATEX, math_verify_answer.ANSWER_EXPR)
         self._gold_config = (LatexExtractionConfig(), ExprExtractionConfig())
         self._timeouts = _TimeoutFlag()
@@ -186,10 +193,13 @@ class MathVerifyScorer(Scorer):
         gold = [parsed for entry in golds for parsed in entry.parsed]
         if not gold:
             return self._unreadable("gold label could not be parsed", gold=texts[0])
-        content = self._answer.final_box(response)
-        if content is None:
+        try:
+            found = self._read_answer(response)
+        except self._timeout_error:
+            return self._timed_out(path="region")
+        if found is None:
             return self._grade_full(gold, response)
-        latex = self._answer.normalized(content)
+        content, latex = found
         key = (tuple(texts), latex)
         cached = self._verdicts.get(key)
         if cached is not None:
@@ -214,18 +224,26 @@ class MathVerifyScorer(Scorer):
                 )
             )
         )
-        if not self._timeouts.fired:
+        if not self._timeouts.fired and len(text) <= _CACHEABLE_CHARS:
             self._golds.put(text, entry)
         return entry
+
+    def _read_answer_untimed(self, response: str) -> tuple[str, str] | None:
+        """The deciding box content of `response` and its normalised LaTeX, if provable."""
+        content = self._answer.final_box(response)
+        return None if content is None else (content, self._answer.normalized(content))
 
     def _read_plain_gold(self, text: str) -> _Gold | None:
         """A plain-number gold read without antlr; its box is the only match there is."""
         if not _PLAIN_GOLD.fullmatch(text):
             return None
-        content = self._answer.final_box(boxed(text))
-        if content is None:
+        try:
+            found = self._read_answer(boxed(text))
+        except self._timeout_error:
             return None
-        latex = self._answer.normalized(content)
+        if found is None:
+            return None
+        latex = found[1]
         value = self._answer.exact_value(latex)
         if value is None:
             return None
@@ -240,28 +258,34 @@ class MathVerifyScorer(Scorer):
         key: tuple[tuple[str, ...], str],
     ) -> Score:
         integer = self._answer.plain_integer(latex)
-        value = self._answer.exact_value(latex)
         if integer is not None and all(entry.integer is not None for entry in golds):
-            path, correct = "fast", any(entry.integer == integer for entry in golds)
+            self.stats.fast += 1
+            return self._settle(key, any(entry.integer == integer for entry in golds), "fast")
+        value = self._answer.exact_value(latex)
+        if value is not None:
+            self.stats.fast += 1
+            path, answer = "fast", [value, latex]
         else:
-            if value is not None:
-                path, answer = "fast", [value, latex]
-            else:
-                path = "region"
-                answer = self._parse(
-                    self._answer.region(content),
-                    self._answer_config,
-                    extraction_mode="first_match",
-                    parsing_timeout=self.limits.timeout_s,
-                )
-            if not answer:
-                self.stats.region += 1
-                return self._unreadable("no answer found", reward_if_read=True, path=path)
-            correct = bool(self._verify(gold, answer, timeout_seconds=self.limits.timeout_s))
-        setattr(self.stats, path, getattr(self.stats, path) + 1)
+            self.stats.region += 1
+            path = "region"
+            answer = self._parse(
+                self._answer.region(content),
+                self._answer_config,
+                extraction_mode="first_match",
+                parsing_timeout=self.limits.timeout_s,
+            )
+        if not answer:
+            return self._unreadable("no answer found", reward_if_read=True, path=path)
+        correct = bool(self._verify(gold, answer, timeout_seconds=self.limits.timeout_s))
+        return self._settle(key, correct, path)
+
+    def _settle(self, key: tuple[tuple[str, ...], str], correct: bool, path: str) -> Score:
+        """The verdict on a region answer, cached unless a timeout may have caused it."""
+        latex = key[1]
         if not correct and self._timeouts.fired:
             return self._timed_out(pred=latex[:200], path=path)
-        self._verdicts.put(key, _Verdict(correct, path))
+        if sum(map(len, key[0])) + len(latex) <= _CACHEABLE_CHARS:
+            self._verdicts.put(key, _Verdict(correct, path))
         return Score.verdict(correct, pred=latex[:200], path=path, cache="miss")
 
     def _grade_full(self, gold: list[Any], response: str) -> Score:
