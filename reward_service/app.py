@@ -7,17 +7,26 @@ This is the only module that knows about status codes. Grading happens in
 from __future__ import annotations
 
 import contextlib
+import hmac
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import Response
 
 from reward_service import __version__
 from reward_service.engine import Graded, ScoringEngine
-from reward_service.errors import BadRequest, Overloaded, PayloadTooLarge, RewardServiceError
+from reward_service.errors import (
+    BadRequest,
+    Overloaded,
+    PayloadTooLarge,
+    RewardServiceError,
+    Unauthorized,
+)
 from reward_service.integrations.openrlhf import openrlhf_answer, samples_from_openrlhf
+from reward_service.metrics import CONTENT_TYPE_LATEST, ServiceMetrics
+from reward_service.middleware import ServiceMiddleware
 from reward_service.samples import Sample, sample_from_json
 from reward_service.settings import Settings
 
@@ -181,10 +190,23 @@ def _batch_samples(body: dict[str, Any], max_items: int) -> list[Sample | None]:
     return [sample_from_json(item) if isinstance(item, dict) else None for item in items]
 
 
-def create_app(settings: Settings | None = None, engine: ScoringEngine | None = None) -> FastAPI:
-    """The FastAPI application; the engine starts and stops with it."""
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The FastAPI application; the grading engine starts and stops with it."""
     settings = settings or Settings()
-    engine = engine or ScoringEngine(settings)
+    metrics = ServiceMetrics()
+    engine = ScoringEngine(
+        settings,
+        on_graded=metrics.record,
+        on_restart=lambda cause: metrics.worker_restarts.labels(cause).inc(),
+    )
+    metrics.watch(
+        in_flight=lambda: engine.in_flight,
+        queued=lambda: engine.pool.queued if engine.pool else 0,
+        alive=lambda: engine.pool.alive if engine.pool else 0,
+        ready=lambda: float(engine.ready),
+    )
+    token = settings.api_token.get_secret_value().encode() if settings.api_token else None
+    active = 0
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -202,11 +224,39 @@ def create_app(settings: Settings | None = None, engine: ScoringEngine | None = 
     )
     app.state.engine = engine
     app.state.settings = settings
+    app.state.metrics = metrics
+    app.add_middleware(ServiceMiddleware, settings=settings, metrics=metrics)
 
     @app.exception_handler(RewardServiceError)
     async def _service_error(request: Request, exc: RewardServiceError) -> Response:
+        metrics.rejected.labels(type(exc).__name__).inc()
         headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Overloaded) else None
         return _json({"error": str(exc)}, exc.status_code, headers)
+
+    def authorize(request: Request) -> None:
+        """With an API token set, the request must carry it (header or `/t/<token>/`)."""
+        if token is None:
+            return
+        given = getattr(request.state, "path_token", None)
+        if given is None:
+            scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+            given = credentials.strip() if scheme.lower() == "bearer" else ""
+        if not hmac.compare_digest(given.encode(), token):
+            raise Unauthorized()
+
+    async def admit(request: Request) -> AsyncIterator[None]:
+        """Authorize, then hold a slot; past `max_queue` requests answer 503 at once."""
+        nonlocal active
+        authorize(request)
+        if active >= settings.max_queue:
+            raise Overloaded(f"{active} requests in progress; retry shortly", retry_after_s=1)
+        active += 1
+        try:
+            yield
+        finally:
+            active -= 1
+
+    scoring = [Depends(admit)]
 
     async def _score(request: Request, scorer: str | None) -> Response:
         if scorer is not None:
@@ -225,18 +275,27 @@ def create_app(settings: Settings | None = None, engine: ScoringEngine | None = 
             answer["details"] = [g.detail() for g in graded]
         return _json(answer)
 
-    @app.post("/score", openapi_extra=_SCORE_OPENAPI, summary="Grade one answer (default scorer)")
+    @app.post(
+        "/score",
+        dependencies=scoring,
+        openapi_extra=_SCORE_OPENAPI,
+        summary="Grade one answer (default scorer)",
+    )
     async def score_default(request: Request) -> Response:
         return await _score(request, None)
 
     @app.post(
-        "/score/batch", openapi_extra=_BATCH_OPENAPI, summary="Grade many answers (default scorer)"
+        "/score/batch",
+        dependencies=scoring,
+        openapi_extra=_BATCH_OPENAPI,
+        summary="Grade many answers (default scorer)",
     )
     async def score_batch_default(request: Request) -> Response:
         return await _score_batch(request, None)
 
     @app.post(
         "/score/{scorer}/batch",
+        dependencies=scoring,
         openapi_extra=_BATCH_OPENAPI,
         summary="Grade many answers with a scorer",
     )
@@ -244,12 +303,20 @@ def create_app(settings: Settings | None = None, engine: ScoringEngine | None = 
         return await _score_batch(request, scorer)
 
     @app.post(
-        "/score/{scorer}", openapi_extra=_SCORE_OPENAPI, summary="Grade one answer with a scorer"
+        "/score/{scorer}",
+        dependencies=scoring,
+        openapi_extra=_SCORE_OPENAPI,
+        summary="Grade one answer with a scorer",
     )
     async def score_named(request: Request, scorer: str) -> Response:
         return await _score(request, scorer)
 
-    @app.post("/get_reward", openapi_extra=_OPENRLHF_OPENAPI, summary="OpenRLHF --remote_rm_url")
+    @app.post(
+        "/get_reward",
+        dependencies=scoring,
+        openapi_extra=_OPENRLHF_OPENAPI,
+        summary="OpenRLHF --remote_rm_url",
+    )
     async def get_reward(request: Request) -> Response:
         samples = samples_from_openrlhf(await _read_object(request, settings.max_body_bytes))
         if len(samples) > settings.max_batch_items:
@@ -270,6 +337,12 @@ def create_app(settings: Settings | None = None, engine: ScoringEngine | None = 
 
     app.get("/readyz", summary="The grading pool is warm and alive")(_readiness)
     app.get("/health", summary="Alias of /readyz, for deployments of the older service")(_readiness)
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    async def prometheus(request: Request) -> Response:
+        if settings.metrics_need_token:
+            authorize(request)
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/scorers", summary="The scorers this service knows")
     async def scorers() -> Response:

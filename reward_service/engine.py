@@ -15,7 +15,7 @@ import logging
 import multiprocessing
 import resource
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reward_service.errors import Overloaded
@@ -78,8 +78,16 @@ class Graded:
 class ScoringEngine:
     """Grades samples in worker processes under a hard deadline each."""
 
-    def __init__(self, settings: Settings, registry: ScorerRegistry | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: ScorerRegistry | None = None,
+        on_graded: Callable[[Graded], None] | None = None,
+        on_restart: Callable[[str], None] | None = None,
+    ) -> None:
         self.settings = settings
+        self._on_graded = on_graded or (lambda graded: None)
+        self._on_restart = on_restart or (lambda cause: None)
         self.limits = GradingLimits(settings.grader_timeout_s, settings.gold_cache_size)
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
         self._pool: WorkerPool | None = None
@@ -108,6 +116,7 @@ class ScoringEngine:
             initargs=(self.limits, self.settings.extra_scorers, self.settings.worker_memory_mb),
             max_tasks=self.settings.worker_max_tasks,
             context=context,
+            on_restart=self._on_restart,
         )
         await pool.start()
         self._pool = pool
@@ -135,7 +144,9 @@ class ScoringEngine:
             score = await self._run(sample, name, admitted)
         if score.status in (Status.TIMEOUT, Status.ERROR):
             score = Score(self.settings.fallback_reward, score.status, score.details)
-        return Graded(score, name, (time.perf_counter() - started) * 1000)
+        graded = Graded(score, name, (time.perf_counter() - started) * 1000)
+        self._on_graded(graded)
+        return graded
 
     async def grade_many(
         self, samples: Sequence[Sample | None], scorer: str | None = None
@@ -181,12 +192,24 @@ class ScoringEngine:
             result: Score = await self._pool.run(_grade, args, self.settings.deadline_s)
             return result
         except DeadlineExceeded:
-            log.warning("grading deadline passed; worker replaced", extra={"scorer": name})
+            log.warning(
+                "grading deadline passed; worker killed and replaced",
+                extra={"scorer": name, "answer_excerpt": excerpt(sample.response)},
+            )
             return Score(0.0, Status.TIMEOUT, {"reason": f"deadline {self.settings.deadline_s} s"})
         except WorkerDied as exc:
-            log.warning("grading worker died twice on one answer", extra={"scorer": name})
+            log.warning(
+                "grading worker died on this answer twice",
+                extra={"scorer": name, "answer_excerpt": excerpt(sample.response)},
+            )
             return Score.error(f"worker died ({exc})")
         except RuntimeError as exc:
             return Score.error(str(exc))
         finally:
             self.in_flight -= 1
+
+
+def excerpt(text: str, limit: int = 160) -> str:
+    """A short, log-safe view of an answer: its tail, control characters escaped."""
+    tail = text[-limit:]
+    return ("..." if len(text) > limit else "") + tail.encode("unicode_escape").decode("ascii")

@@ -3,13 +3,17 @@
 Why not pebble: killing an idle pebble worker (OOM killer, `kill -9`) marks
 the whole pool broken ("All workers expired"), and idle workers wait for
 tasks while holding a shared pipe lock, so a dead one can stall the rest.
-Here every worker has its own pipe, the event loop reads results with
-`add_reader` (no threads, no locks), and a dead worker is simply replaced:
+Here every worker has pipes of its own, which the event loop drives as
+asyncio transports (no threads, no locks, never a blocking write), and a
+dead worker is simply replaced:
 
 * each task has a deadline; a worker past it is SIGKILLed and replaced;
 * a worker that dies mid-task has the task retried once on another;
 * workers are recycled after `max_tasks` tasks;
 * tasks wait in a FIFO queue while every worker is busy.
+
+Messages use `multiprocessing.connection`'s framing (a 4-byte big-endian
+length, then a pickle), so workers use plain blocking `Connection`s.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import collections
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
+import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,6 +37,7 @@ log = logging.getLogger("reward_service.pool")
 
 _READY = "ready"
 _RESPAWN_BACKOFF_S = 1.0
+_HEADER = struct.Struct("!i")
 
 
 class DeadlineExceeded(Exception):
@@ -42,25 +49,47 @@ class WorkerDied(Exception):
 
 
 def _worker_main(
-    conn: Connection, initializer: Callable[..., None], initargs: Sequence[Any]
+    tasks: Connection,
+    results: Connection,
+    initializer: Callable[..., None],
+    initargs: Sequence[Any],
 ) -> None:
     """The loop each worker runs: receive a task, run it, send its result."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     initializer(*initargs)
-    conn.send(_READY)
+    results.send(_READY)
     while True:
         try:
-            task = conn.recv()
+            task = tasks.recv()
         except EOFError:
             return
         if task is None:
             return
         fn, args = task
         try:
-            conn.send((True, fn(*args)))
+            results.send((True, fn(*args)))
         except BaseException as exc:  # report, never die, for any task error
-            conn.send((False, f"{type(exc).__name__}: {exc}"))
+            results.send((False, f"{type(exc).__name__}: {exc}"))
+
+
+class _Results(asyncio.Protocol):
+    """Reassembles framed messages from a worker's result pipe."""
+
+    def __init__(self, on_message: Callable[[Any], None]) -> None:
+        self._buffer = bytearray()
+        self._on_message = on_message
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        while len(self._buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer)
+            end = _HEADER.size + size
+            if len(self._buffer) < end:
+                return
+            message = pickle.loads(self._buffer[_HEADER.size : end])
+            del self._buffer[:end]
+            self._on_message(message)
 
 
 @dataclass
@@ -75,13 +104,19 @@ class _Task:
 @dataclass
 class _Worker:
     process: BaseProcess
-    conn: Connection
+    writer: asyncio.WriteTransport | None = None
+    reader: asyncio.ReadTransport | None = None
     ready: bool = False
     task: _Task | None = None
     timer: asyncio.TimerHandle | None = None
     done: int = 0
     exit_cause: str | None = None
-    """Why we stopped it (`deadline`, `recycled`); None means it died on its own."""
+    """Why we stopped it (`deadline`, `recycled`, `closing`); None: it died on its own."""
+
+    def send(self, message: Any) -> None:
+        if self.writer is not None and not self.writer.is_closing():
+            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            self.writer.write(_HEADER.pack(len(data)) + data)
 
 
 class WorkerPool:
@@ -107,14 +142,16 @@ class WorkerPool:
         self._queue: collections.deque[_Task] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
-        self._first_ready: asyncio.Event | None = None
+        self._spawning: set[asyncio.Task[None]] = set()
 
     @property
     def queued(self) -> int:
+        """Tasks waiting for a free worker."""
         return len(self._queue)
 
     @property
     def busy(self) -> int:
+        """Workers running a task."""
         return sum(w.task is not None for w in self._workers)
 
     @property
@@ -129,27 +166,32 @@ class WorkerPool:
         """Spawn the workers and wait until every one has initialised."""
         self._loop = asyncio.get_running_loop()
         for _ in range(self.size):
-            self._spawn()
+            await self._spawn()
         deadline = time.monotonic() + timeout_s
         while self.alive < self.size:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {self.alive} of {self.size} workers started")
             await asyncio.sleep(0.02)
 
-    def _spawn(self) -> None:
+    async def _spawn(self) -> None:
         assert self._loop is not None
-        parent, child = self._context.Pipe(duplex=True)
+        task_reader, task_writer = self._context.Pipe(duplex=False)
+        result_reader, result_writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self._initializer, self._initargs),
+            args=(task_reader, result_writer, self._initializer, self._initargs),
             name="reward-service-worker",
             daemon=True,
         )
         process.start()
-        child.close()
-        worker = _Worker(process, parent)
+        task_reader.close()
+        result_writer.close()
+        worker = _Worker(process)
         self._workers.append(worker)
-        self._loop.add_reader(parent.fileno(), self._on_message, worker)
+        worker.writer, _ = await self._loop.connect_write_pipe(asyncio.BaseProtocol, task_writer)
+        worker.reader, _ = await self._loop.connect_read_pipe(
+            lambda: _Results(lambda message: self._on_message(worker, message)), result_reader
+        )
         self._loop.add_reader(process.sentinel, self._on_exit, worker)
 
     def run(
@@ -167,7 +209,7 @@ class WorkerPool:
         for worker in self._workers:
             if not self._queue:
                 return
-            if worker.ready and worker.task is None:
+            if worker.ready and worker.task is None and worker.exit_cause is None:
                 self._assign(worker)
 
     def _assign(self, worker: _Worker) -> None:
@@ -177,22 +219,13 @@ class WorkerPool:
             if task.future.done():
                 continue
             task.attempts += 1
-            try:
-                worker.conn.send((task.fn, task.args))
-            except (OSError, ValueError):
-                self._queue.appendleft(task)
-                return
             worker.task = task
+            worker.send((task.fn, task.args))
             if task.deadline_s is not None:
                 worker.timer = self._loop.call_later(task.deadline_s, self._on_deadline, worker)
             return
 
-    def _on_message(self, worker: _Worker) -> None:
-        try:
-            message = worker.conn.recv()
-        except (EOFError, OSError):
-            self._forget_reader(worker)
-            return
+    def _on_message(self, worker: _Worker, message: Any) -> None:
         if message == _READY:
             worker.ready = True
             self._dispatch()
@@ -210,8 +243,7 @@ class WorkerPool:
                 task.future.set_exception(RuntimeError(value))
         if self._max_tasks and worker.done >= self._max_tasks and not self._closing:
             self._retire(worker, "recycled")
-        else:
-            self._dispatch()
+        self._dispatch()
 
     def _on_deadline(self, worker: _Worker) -> None:
         task, worker.task = worker.task, None
@@ -227,23 +259,15 @@ class WorkerPool:
 
     def _retire(self, worker: _Worker, cause: str) -> None:
         """Ask a worker to exit once idle; `_on_exit` replaces it."""
-        worker.ready = False
         worker.exit_cause = cause
-        try:
-            worker.conn.send(None)
-        except (OSError, ValueError):
-            self._kill(worker)
-
-    def _forget_reader(self, worker: _Worker) -> None:
-        assert self._loop is not None
-        self._loop.remove_reader(worker.conn.fileno())
+        worker.send(None)
 
     def _on_exit(self, worker: _Worker) -> None:
         assert self._loop is not None
         self._loop.remove_reader(worker.process.sentinel)
-        if not worker.conn.closed:
-            self._loop.remove_reader(worker.conn.fileno())
-            worker.conn.close()
+        for transport in (worker.writer, worker.reader):
+            if transport is not None:
+                transport.close()
         worker.process.join(0)
         self._workers.remove(worker)
         if worker.timer is not None:
@@ -263,15 +287,21 @@ class WorkerPool:
                 "grading worker died; replacing it",
                 extra={"pid": worker.process.pid, "exitcode": worker.process.exitcode},
             )
-        if not worker.ready and worker.done == 0 and cause == "died":
-            self._loop.call_later(_RESPAWN_BACKOFF_S, self._respawn)
-        else:
-            self._respawn()
+        delay = _RESPAWN_BACKOFF_S if cause == "died" and not worker.ready else 0.0
+        self._loop.call_later(delay, self._respawn)
 
     def _respawn(self) -> None:
         if not self._closing:
-            self._spawn()
-            self._dispatch()
+            assert self._loop is not None
+            spawning = self._loop.create_task(self._spawn())
+            self._spawning.add(spawning)
+            spawning.add_done_callback(self._spawned)
+
+    def _spawned(self, spawning: asyncio.Task[None]) -> None:
+        self._spawning.discard(spawning)
+        if not spawning.cancelled() and spawning.exception() is not None:
+            log.error("could not start a grading worker", exc_info=spawning.exception())
+        self._dispatch()
 
     async def close(self, timeout_s: float = 5.0) -> None:
         """Let workers finish their current task, then stop them."""

@@ -126,7 +126,7 @@ class FakeScorer(Scorer):
         elif command == "hog":
             hoard = []
             while True:
-                hoard.append(bytearray(64 * 1024 * 1024))
+                hoard.append(bytes(256 * 1024 * 1024))
         try:
             return Score.verdict(True) if not command else Score(float(command), Status.OK)
         except ValueError:

@@ -1,0 +1,111 @@
+"""Prometheus metrics: what an operator needs beside a multi-day RL run.
+
+Each app gets its own registry, so several apps (tests) never clash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from reward_service.engine import Graded
+
+__all__ = ["CONTENT_TYPE_LATEST", "ServiceMetrics"]
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+
+
+class ServiceMetrics:
+    """The service's metrics, registered in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "reward_http_requests",
+            "HTTP requests by route and status code.",
+            ["route", "code"],
+            registry=r,
+        )
+        self.body_bytes = Histogram(
+            "reward_http_request_body_bytes",
+            "Request body sizes (Content-Length).",
+            ["route"],
+            buckets=_SIZE_BUCKETS,
+            registry=r,
+        )
+        self.grading_seconds = Histogram(
+            "reward_grading_seconds",
+            "Time from dispatch to reward, by scorer.",
+            ["scorer"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.outcomes = Counter(
+            "reward_outcomes",
+            "Graded answers by scorer and status.",
+            ["scorer", "status"],
+            registry=r,
+        )
+        self.worker_restarts = Counter(
+            "reward_worker_restarts", "Grading workers replaced, by cause.", ["cause"], registry=r
+        )
+        self.cache_lookups = Counter(
+            "reward_cache_lookups",
+            "Scorer verdict-cache lookups by result.",
+            ["scorer", "result"],
+            registry=r,
+        )
+        self.grading_paths = Counter(
+            "reward_grading_paths",
+            "Which grading path settled an answer (fast, region, full).",
+            ["scorer", "path"],
+            registry=r,
+        )
+        self.rejected = Counter(
+            "reward_rejected_requests",
+            "Requests refused before grading, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "reward_gradings_in_flight", "Gradings accepted and not yet answered.", registry=r
+        )
+        self.queued = Gauge(
+            "reward_gradings_queued", "Gradings waiting for a free worker.", registry=r
+        )
+        self.workers_alive = Gauge(
+            "reward_workers_alive", "Grading workers up and initialised.", registry=r
+        )
+        self.ready = Gauge("reward_ready", "1 while /readyz answers 200.", registry=r)
+
+    def watch(
+        self,
+        in_flight: Callable[[], float],
+        queued: Callable[[], float],
+        alive: Callable[[], float],
+        ready: Callable[[], float],
+    ) -> None:
+        """Read the gauges from the engine when scraped."""
+        self.in_flight.set_function(in_flight)
+        self.queued.set_function(queued)
+        self.workers_alive.set_function(alive)
+        self.ready.set_function(ready)
+
+    def record(self, graded: Graded) -> None:
+        """Count one finished grading."""
+        scorer, details = graded.scorer, graded.score.details
+        self.outcomes.labels(scorer, graded.score.status.value).inc()
+        self.grading_seconds.labels(scorer).observe(graded.elapsed_ms / 1000)
+        cache = details.get("cache")
+        if isinstance(cache, str):
+            self.cache_lookups.labels(scorer, cache).inc()
+        path = details.get("path")
+        if isinstance(path, str):
+            self.grading_paths.labels(scorer, path).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
