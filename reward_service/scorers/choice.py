@@ -22,10 +22,11 @@ DEFAULT_LETTERS = "ABCDEFGHIJ"
 """Letters accepted when the choices are not given (MMLU-Pro has ten)."""
 
 _THINK_END = "</think>"
-_WRAPPERS = r"(?:\\(?:boxed|text|textbf|mathbf|mathrm)\{|\\[(\[]|[\s*_$(\[{])*"
+# Each wrapper character has exactly one way to match, so long runs cost linear time.
+_WRAPPERS = r"(?:\\(?:boxed|text|textbf|mathbf|mathrm)\{|\\[(\[]|[\s*_$(\[{:=])*"
 _EXPLICIT = (
     re.compile(
-        r"(?i:answer|(?:correct|right|best)\s+(?:option|choice))(?:\s+is)?\s*[:=]?"
+        r"(?i:answer|(?:correct|right|best)\s+(?:option|choice))(?:\s+is)?"
         + _WRAPPERS
         + r"([A-Z])(?![A-Za-z0-9])"
     ),
@@ -34,7 +35,7 @@ _EXPLICIT = (
 _IMPLICIT = (
     re.compile(r"\*\*\(?([A-Z])\)?[.:]?\*\*"),
     re.compile(r"\(([A-Z])\)"),
-    re.compile(r"(?m)^[\s*>#-]*([A-Z])[.)]?[ \t]*$"),
+    re.compile(r"(?m)^[ \t*>#-]*([A-Z])[.)]?[ \t]*$"),
 )
 _LABEL_LETTER = re.compile(r"[(\[]?\s*([A-Za-z])\s*[)\].]?")
 _NON_WORD = re.compile(r"[^a-z0-9]+")

@@ -35,6 +35,8 @@ FOUR = {"choices": ["Paris", "London", "Berlin", "Madrid"]}
         pytest.param("I am not sure.", None, id="nothing"),
         pytest.param("", None, id="empty"),
         pytest.param("x " * 500_000 + "Answer: A", "A", id="huge"),
+        pytest.param("Answer" + " " * 1_000_000, None, id="huge-whitespace-after-keyword"),
+        pytest.param("\n" * 1_000_000, None, id="huge-blank-lines"),
     ],
 )
 def test_extract_letter(response: str, letter: str | None) -> None:
