@@ -109,14 +109,18 @@ class FakeScorer(Scorer):
 
     Load it with `REWARD_EXTRA_SCORERS='{"fake": "reward_service.testing:FakeScorer"}'`.
     The response is a number (the reward, status ok), or one of:
-    `stall` (hold the GIL in C, beyond any signal), `crash` (the worker
-    dies), `raise` (the scorer raises), `hog` (allocate without bound).
+    `sleep:<s>` (take that long, then reward 1.0), `stall` (hold the GIL in
+    C, beyond any signal), `crash` (the worker dies), `raise` (the scorer
+    raises), `hog` (allocate without bound).
     """
 
     name = "fake"
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         command = response.strip()
+        if command.startswith("sleep:"):
+            time.sleep(float(command.removeprefix("sleep:")))
+            return Score.verdict(True)
         if command == "stall":
             pow(10, 10**10)
         elif command == "crash":
