@@ -215,12 +215,11 @@ class RewardClient:
         api_token: str | None = None,
         batch_size: int = BATCH_SIZE,
         max_connections: int = MAX_CONNECTIONS,
-        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.retry = retry or RetryPolicy()
         self.batch_size = batch_size
         options = _http_options(base_url, timeout_s, api_token, max_connections)
-        self._http = httpx.Client(transport=transport, **options)
+        self._http = httpx.Client(**options)
 
     def __enter__(self) -> RewardClient:
         return self
@@ -325,12 +324,11 @@ class AsyncRewardClient:
         api_token: str | None = None,
         batch_size: int = BATCH_SIZE,
         max_connections: int = MAX_CONNECTIONS,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.retry = retry or RetryPolicy()
         self.batch_size = batch_size
         options = _http_options(base_url, timeout_s, api_token, max_connections)
-        self._http = httpx.AsyncClient(transport=transport, **options)
+        self._http = httpx.AsyncClient(**options)
 
     async def __aenter__(self) -> AsyncRewardClient:
         return self

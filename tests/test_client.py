@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from reward_service.client import (
@@ -16,7 +15,7 @@ from reward_service.client import (
     RewardServiceUnavailable,
     UnexpectedAnswer,
 )
-from reward_service.testing import LiveServer, free_port
+from reward_service.testing import LiveServer, free_port, live_server
 from tests.slime.stand_in import Reply, StandIn
 
 FAST = RetryPolicy(attempts=3, backoff_s=0.01, max_wait_s=0.05)
@@ -169,17 +168,16 @@ def test_batch_of_the_wrong_length_raises(stand_in: StandIn) -> None:
 
 
 def test_api_token_is_sent_as_bearer() -> None:
-    """With `api_token`, every request carries `Authorization: Bearer <token>`."""
-    seen: list[str | None] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers.get("authorization"))
-        return httpx.Response(200, json=1.0)
-
-    transport = httpx.MockTransport(handler)
-    with RewardClient("http://svc", api_token="s3cret", transport=transport) as client:
-        client.score("x", "y")
-    assert seen == ["Bearer s3cret"]
+    """With `api_token` a token-guarded service grades; without it the 401 is not retried."""
+    with live_server(workers=1, env={"REWARD_API_TOKEN": "s3cret"}) as guarded:
+        with RewardClient(guarded.url, api_token="s3cret") as client:
+            assert client.score("yes", "yes", scorer="exact") == 1.0
+        with (
+            RewardClient(f"{guarded.url}/t/wrong", retry=FAST) as client,
+            pytest.raises(RequestRejected, match="HTTP 401: unauthorized") as caught,
+        ):
+            client.score("x", "y")
+    assert "/t/***/score" in caught.value.url and "wrong" not in str(caught.value)
 
 
 async def test_async_score_and_batch(server: LiveServer) -> None:
