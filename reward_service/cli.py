@@ -42,11 +42,16 @@ def _serve(args: argparse.Namespace) -> None:
     app = create_app(settings)
 
     class _DrainingServer(uvicorn.Server):
-        """Fails readiness the moment SIGTERM arrives, then drains as uvicorn does."""
+        """Fails readiness the moment SIGTERM arrives, then drains as uvicorn does.
+
+        A drain that completes exits 0: uvicorn would re-raise the signal
+        after shutting down, which reports a clean rollout as a kill.
+        """
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             app.state.engine.drain()
             super().handle_exit(sig, frame)
+            self._captured_signals.clear()
 
     config = uvicorn.Config(
         app,

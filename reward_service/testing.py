@@ -67,6 +67,20 @@ class LiveServer:
         children = _children(self.process.pid)
         return [pid for child in children for pid in _children(child)]
 
+    def rss_bytes(self) -> int:
+        """Resident memory of the server and all its descendants."""
+        pids, frontier = [self.process.pid], [self.process.pid]
+        while frontier:
+            frontier = [child for pid in frontier for child in _children(pid)]
+            pids += frontier
+        total = 0
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        return total
+
     def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM the server and wait for it; return its exit code."""
         if self.process.poll() is None:
