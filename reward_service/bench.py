@@ -1,9 +1,20 @@
 """`reward-service bench`: the service against plain math_verify, side by side.
 
-Both sides grade a fresh GRPO-shaped workload of the same shape in one run
-on this machine: (a) plain math_verify `parse` + `verify` in as many
-processes as CPUs, (b) the service over HTTP with a SLIME-like client (one
-aiohttp session, 64 connections). It prints both throughputs and b / a.
+For each workload (mixed answer kinds; integer-only labels as in DAPO-Math
+and GSM8K), every side grades a GRPO-shaped set of answers fresh to it (its
+own seed: labels unique per group, 8 answers per group, ~10% truncated), in
+one run on this machine:
+
+* plain: math_verify `parse` + `verify` in as many processes as CPUs, what
+  a peer does in-process;
+* /score: the service over HTTP with a SLIME-like client (one aiohttp
+  session, 64 connections);
+* /score/batch: the service, chunks of 64 answers, eight chunks in flight.
+
+It prints throughputs, ratios to plain, p50/p99 latency, wrong verdicts and
+the service's cache and fast-path hit rates (from its /metrics).
+`--memory-answers N` then streams N more answers and compares the service's
+resident memory (all processes) with its size after warm-up.
 """
 
 from __future__ import annotations
@@ -12,12 +23,38 @@ import argparse
 import asyncio
 import multiprocessing
 import time
-from typing import Any
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from reward_service.cpus import available_cpus
 from reward_service.workload import grpo_workload, request_body
 
+T = TypeVar("T")
+
 _plain_state: dict[str, Any] = {}
+
+WORKLOADS: dict[str, tuple[str, ...] | None] = {"mixed": None, "integer": ("integer",)}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One side's measurement."""
+
+    answers: int
+    seconds: float
+    wrong: int
+    latencies_s: tuple[float, ...] = ()
+
+    @property
+    def rate(self) -> float:
+        return self.answers / self.seconds
+
+    def percentile_ms(self, q: float) -> float:
+        if not self.latencies_s:
+            return float("nan")
+        ordered = sorted(self.latencies_s)
+        return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def _plain_init() -> None:
@@ -44,73 +81,172 @@ def _plain_grade(item: dict[str, Any]) -> float:
     return 1.0 if verify(gold, answer) else 0.0
 
 
-def run_plain(items: list[dict[str, Any]], processes: int) -> tuple[float, int]:
-    """Seconds for plain math_verify in `processes` processes, and wrong verdicts."""
+def _wrong(rewards: list[float], items: list[dict[str, Any]]) -> int:
+    return sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
+
+
+def run_plain(items: list[dict[str, Any]], processes: int) -> Run:
+    """Plain math_verify in `processes` processes."""
     with multiprocessing.get_context("forkserver").Pool(processes, _plain_init) as pool:
         pool.map(_plain_grade, items[: processes * 2], chunksize=1)
         started = time.perf_counter()
         rewards = pool.map(_plain_grade, items, chunksize=4)
         elapsed = time.perf_counter() - started
-    wrong = sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
-    return elapsed, wrong
+    return Run(len(items), elapsed, _wrong(rewards, items))
 
 
-async def _post_all(url: str, items: list[dict[str, Any]], connections: int) -> list[float]:
+async def _timed(call: Awaitable[T], latencies: list[float]) -> T:
+    started = time.perf_counter()
+    result = await call
+    latencies.append(time.perf_counter() - started)
+    return result
+
+
+async def _single(url: str, items: list[dict[str, Any]], connections: int) -> Run:
     import aiohttp
 
+    latencies: list[float] = []
     connector = aiohttp.TCPConnector(limit=connections)
-    timeout = aiohttp.ClientTimeout(total=120)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=120)
+    ) as session:
 
         async def post(item: dict[str, Any]) -> float:
-            async with session.post(url, json=request_body(item)) as resp:
+            async with session.post(f"{url}/score", json=request_body(item)) as resp:
                 resp.raise_for_status()
                 reward: float = await resp.json()
                 return reward
 
-        return await asyncio.gather(*(post(item) for item in items))
-
-
-def run_service(items: list[dict[str, Any]], workers: int, connections: int) -> tuple[float, int]:
-    """Seconds for the service over HTTP with a SLIME-like client, and wrong rewards."""
-    from reward_service.testing import live_server
-
-    with live_server(workers=workers) as server:
-        url = f"{server.url}/score"
-        asyncio.run(_post_all(url, items[: workers * 2], connections))
         started = time.perf_counter()
-        rewards = asyncio.run(_post_all(url, items, connections))
+        rewards = await asyncio.gather(*(_timed(post(item), latencies) for item in items))
         elapsed = time.perf_counter() - started
-    wrong = sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
-    return elapsed, wrong
+    return Run(len(items), elapsed, _wrong(list(rewards), items), tuple(latencies))
+
+
+async def _batched(url: str, items: list[dict[str, Any]], chunk: int, in_flight: int) -> Run:
+    import aiohttp
+
+    latencies: list[float] = []
+    chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    gate = asyncio.Semaphore(in_flight)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+
+        async def post(part: list[dict[str, Any]]) -> list[float]:
+            async with gate:
+                body = {"items": [request_body(item) for item in part]}
+                async with session.post(f"{url}/score/batch", json=body) as resp:
+                    resp.raise_for_status()
+                    rewards: list[float] = (await resp.json())["rewards"]
+                    return rewards
+
+        started = time.perf_counter()
+        parts = await asyncio.gather(*(_timed(post(part), latencies) for part in chunks))
+        elapsed = time.perf_counter() - started
+    rewards = [r for part in parts for r in part]
+    return Run(len(items), elapsed, _wrong(rewards, items), tuple(latencies))
+
+
+def _scrape(url: str) -> dict[str, float]:
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+        for sample in family.samples:
+            if sample.name == "reward_cache_lookups_total":
+                key = f"cache_{sample.labels['result']}"
+            elif sample.name == "reward_grading_paths_total":
+                key = f"path_{sample.labels['path']}"
+            else:
+                continue
+            totals[key] = totals.get(key, 0.0) + sample.value
+    return totals
+
+
+def _hit_rates(before: dict[str, float], after: dict[str, float]) -> str:
+    delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    lookups = delta.get("cache_hit", 0.0) + delta.get("cache_miss", 0.0)
+    paths = sum(v for k, v in delta.items() if k.startswith("path_"))
+    parts = [f"verdict cache hits {delta.get('cache_hit', 0.0) / lookups:.0%}" if lookups else ""]
+    parts += [
+        f"{key.removeprefix('path_')} {value / paths:.0%}"
+        for key, value in sorted(delta.items())
+        if key.startswith("path_") and paths
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def _line(name: str, run: Run, plain: Run | None) -> str:
+    ratio = f"  x{run.rate / plain.rate:.2f} vs plain" if plain else ""
+    latency = (
+        f"  p50 {run.percentile_ms(0.5):.0f} ms  p99 {run.percentile_ms(0.99):.0f} ms"
+        if run.latencies_s
+        else ""
+    )
+    return (
+        f"  {name:<13} {run.answers} answers in {run.seconds:6.2f} s = {run.rate:7.1f}/s"
+        f"{ratio}{latency}  wrong: {run.wrong}"
+    )
 
 
 def _bench(args: argparse.Namespace) -> None:
+    from reward_service.testing import live_server
+
     workers = args.workers or available_cpus()
-    print(f"bench: {args.answers} answers per side, {workers} processes, seed {args.seed}")
-    plain_items = grpo_workload(args.seed, args.answers)
-    service_items = grpo_workload(args.seed + 1, args.answers)
-    plain_s, plain_wrong = run_plain(plain_items, workers)
-    plain_rate = args.answers / plain_s
     print(
-        f"plain math_verify, {workers} processes: {args.answers} answers in {plain_s:.2f} s "
-        f"= {plain_rate:.1f} answers/s (wrong verdicts: {plain_wrong})"
+        f"bench: {args.answers} answers per side and workload, {workers} processes per side, "
+        f"seed {args.seed}",
+        flush=True,
     )
-    service_s, service_wrong = run_service(service_items, workers, args.connections)
-    service_rate = args.answers / service_s
+    seed = args.seed
+    with live_server(workers=workers) as server:
+        for workload, kinds in WORKLOADS.items():
+            kinds_arg = {"kinds": kinds} if kinds else {}
+
+            def fresh(kinds_arg: dict[str, Any] = kinds_arg) -> list[dict[str, Any]]:
+                nonlocal seed
+                seed += 1
+                return grpo_workload(seed, args.answers, **kinds_arg)
+
+            print(f"workload {workload}:", flush=True)
+            plain = run_plain(fresh(), workers)
+            print(_line("plain", plain, None), flush=True)
+            asyncio.run(_single(server.url, fresh()[: workers * 4], args.connections))
+            before = _scrape(server.url)
+            single = asyncio.run(_single(server.url, fresh(), args.connections))
+            print(_line("/score", single, plain), flush=True)
+            batch = asyncio.run(_batched(server.url, fresh(), 64, 8))
+            print(_line("/score/batch", batch, plain), flush=True)
+            print(f"  service: {_hit_rates(before, _scrape(server.url))}", flush=True)
+        if args.memory_answers:
+            _memory(server, args.memory_answers, seed)
+
+
+def _memory(server: Any, answers: int, seed: int) -> None:
+    warm = server.rss_bytes()
+    done = 0
+    started = time.perf_counter()
+    while done < answers:
+        seed += 1
+        items = grpo_workload(seed, min(4096, answers - done), max_chars=8_000)
+        asyncio.run(_batched(server.url, items, 64, 8))
+        done += len(items)
+    after = server.rss_bytes()
     print(
-        f"service /score, {workers} workers, {args.connections} connections: {args.answers} "
-        f"answers in {service_s:.2f} s = {service_rate:.1f} answers/s "
-        f"(wrong rewards: {service_wrong})"
+        f"memory: {warm / 2**20:.0f} MiB after warm-up, {after / 2**20:.0f} MiB after {done} "
+        f"more answers ({time.perf_counter() - started:.0f} s): x{after / warm:.2f}",
+        flush=True,
     )
-    print(f"ratio service / plain: {service_rate / plain_rate:.2f}")
 
 
 def register(commands: Any) -> None:
     """Add the `bench` command to the CLI."""
     bench = commands.add_parser("bench", help="benchmark the service against plain math_verify")
-    bench.add_argument("--answers", type=int, default=2000, help="answers per side")
+    bench.add_argument("--answers", type=int, default=2000, help="answers per side and workload")
     bench.add_argument("--workers", type=int, help="processes per side (default: usable CPUs)")
     bench.add_argument("--connections", type=int, default=64, help="client connections")
-    bench.add_argument("--seed", type=int, default=20261130, help="workload seed")
+    bench.add_argument("--seed", type=int, default=20261130, help="first workload seed")
+    bench.add_argument(
+        "--memory-answers", type=int, default=0, help="then stream this many answers, check RSS"
+    )
     bench.set_defaults(run=_bench)
