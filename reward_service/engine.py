@@ -22,7 +22,7 @@ from reward_service.errors import Overloaded
 from reward_service.pool import DeadlineExceeded, WorkerDied, WorkerPool
 from reward_service.samples import Sample
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
-from reward_service.scorers.base import JSON
+from reward_service.scorers.base import JSON, ScoringInput
 from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.engine")
@@ -39,17 +39,18 @@ def _worker_init(limits: GradingLimits, extra: dict[str, str], memory_mb: int) -
     _registry.load_all()
 
 
-def _grade(
-    scorer: str, prompt: JSON, response: str, label: JSON, options: dict[str, JSON]
-) -> Score:
-    """Runs in a worker: one grading, every failure turned into a status."""
+def _grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
+    """Runs in a worker: grade items with one scorer, every failure a status."""
     assert _registry is not None, "worker not initialised"
     try:
-        return _registry.get(scorer).score(prompt, response, label, options)
+        scores = _registry.get(scorer).score_many(items)
     except MemoryError:
-        return Score.error("worker memory cap reached")
-    except Exception as exc:  # a scorer bug must cost one answer, not the worker
-        return Score.error(f"scorer raised {type(exc).__name__}")
+        return [Score.error("worker memory cap reached")] * len(items)
+    except Exception as exc:  # a scorer bug must cost its answers, not the worker
+        return [Score.error(f"scorer raised {type(exc).__name__}")] * len(items)
+    if len(scores) != len(items):
+        return [Score.error(f"scorer returned {len(scores)} scores for {len(items)}")] * len(items)
+    return scores
 
 
 @dataclass(frozen=True)
@@ -133,19 +134,11 @@ class ScoringEngine:
         if pool is not None:
             await pool.close()
 
-    async def grade(
-        self, sample: Sample, scorer: str | None = None, admitted: bool = False
-    ) -> Graded:
+    async def grade(self, sample: Sample, scorer: str | None = None) -> Graded:
         """Grade one sample with `sample.scorer`, else `scorer`, else the default."""
-        started = time.perf_counter()
-        name = sample.scorer or scorer or self.settings.default_scorer
-        score = self._precheck(sample, name)
-        if score is None:
-            score = await self._run(sample, name, admitted)
-        if score.status in (Status.TIMEOUT, Status.ERROR):
-            score = Score(self.settings.fallback_reward, score.status, score.details)
-        graded = Graded(score, name, (time.perf_counter() - started) * 1000)
-        self._on_graded(graded)
+        if self.in_flight >= self.settings.max_queue:
+            raise Overloaded("grading queue is full", retry_after_s=1)
+        [graded] = await self._grade_all([sample], scorer)
         return graded
 
     async def grade_many(
@@ -156,21 +149,55 @@ class ScoringEngine:
         The whole batch is admitted or refused (503) at once, so a client
         never gets half a batch.
         """
-        if self.in_flight + len(samples) > self.settings.max_queue and samples:
+        if samples and self.in_flight + len(samples) > self.settings.max_queue:
             raise Overloaded(
                 f"batch of {len(samples)} does not fit the grading queue", retry_after_s=1
             )
-        name = scorer or self.settings.default_scorer
-        not_object = Graded(
-            Score(self.settings.fallback_reward, Status.ERROR, {"reason": "item is not an object"}),
-            name,
-            0.0,
+        return await self._grade_all(samples, scorer)
+
+    async def _grade_all(
+        self, samples: Sequence[Sample | None], scorer: str | None
+    ) -> list[Graded]:
+        """Precheck each sample, dispatch the rest in chunks per scorer, keep order."""
+        started = time.perf_counter()
+        default = scorer or self.settings.default_scorer
+        names = [(s.scorer or default) if s is not None else default for s in samples]
+        scores: list[Score | None] = [
+            self._precheck(s, name) if s is not None else Score.error("item is not an object")
+            for s, name in zip(samples, names, strict=True)
+        ]
+        pending: dict[str, list[int]] = {}
+        to_grade: dict[int, Sample] = {}
+        for index, (sample, score) in enumerate(zip(samples, scores, strict=True)):
+            if sample is not None and score is None:
+                pending.setdefault(names[index], []).append(index)
+                to_grade[index] = sample
+        chunks = [
+            (name, indexes[i : i + size])
+            for name, indexes in pending.items()
+            for size in [self.registry.scorer_class(name).batch_size]
+            for i in range(0, len(indexes), size)
+        ]
+        results = await asyncio.gather(
+            *(self._run(name, [to_grade[i] for i in chunk]) for name, chunk in chunks)
         )
-        graded = await asyncio.gather(
-            *(self.grade(s, scorer, admitted=True) for s in samples if s is not None)
-        )
-        results = iter(graded)
-        return [next(results) if s is not None else not_object for s in samples]
+        for (_, chunk), chunk_scores in zip(chunks, results, strict=True):
+            for index, score in zip(chunk, chunk_scores, strict=True):
+                scores[index] = score
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        graded = [
+            Graded(self._with_fallback(score), name, elapsed_ms)
+            for score, name in zip(scores, names, strict=True)
+            if score is not None
+        ]
+        for item in graded:
+            self._on_graded(item)
+        return graded
+
+    def _with_fallback(self, score: Score) -> Score:
+        if score.status in (Status.TIMEOUT, Status.ERROR):
+            return Score(self.settings.fallback_reward, score.status, score.details)
+        return score
 
     def _precheck(self, sample: Sample, name: str) -> Score | None:
         """Answers settled without a worker: unknown scorer, oversized, hazardous."""
@@ -181,32 +208,39 @@ class ScoringEngine:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
         return self.registry.scorer_class(name).screen(sample.response, sample.label)
 
-    async def _run(self, sample: Sample, name: str, admitted: bool) -> Score:
+    async def _run(self, name: str, samples: list[Sample]) -> list[Score]:
+        """Grade samples of one scorer in one worker task, under one deadline."""
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
-        if not admitted and self.in_flight >= self.settings.max_queue:
-            raise Overloaded("grading queue is full", retry_after_s=1)
-        args = (name, sample.prompt, sample.response, sample.label, dict(sample.options))
-        self.in_flight += 1
+        items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
+        self.in_flight += len(samples)
         try:
-            result: Score = await self._pool.run(_grade, args, self.settings.deadline_s)
+            result: list[Score] = await self._pool.run(
+                _grade, (name, items), self.settings.deadline_s
+            )
             return result
         except DeadlineExceeded:
-            log.warning(
-                "grading deadline passed; worker killed and replaced",
-                extra={"scorer": name, "answer_excerpt": excerpt(sample.response)},
+            failure = Score(
+                0.0, Status.TIMEOUT, {"reason": f"deadline {self.settings.deadline_s} s"}
             )
-            return Score(0.0, Status.TIMEOUT, {"reason": f"deadline {self.settings.deadline_s} s"})
+            event = "grading deadline passed; worker killed and replaced"
         except WorkerDied as exc:
-            log.warning(
-                "grading worker died on this answer twice",
-                extra={"scorer": name, "answer_excerpt": excerpt(sample.response)},
-            )
-            return Score.error(f"worker died ({exc})")
+            failure = Score.error(f"worker died ({exc})")
+            event = "grading worker died on this answer twice"
         except RuntimeError as exc:
-            return Score.error(str(exc))
+            failure = Score.error(str(exc))
+            event = "grading failed"
         finally:
-            self.in_flight -= 1
+            self.in_flight -= len(samples)
+        log.warning(
+            event,
+            extra={
+                "scorer": name,
+                "answers": len(samples),
+                "answer_excerpt": excerpt(samples[0].response),
+            },
+        )
+        return [failure] * len(samples)
 
 
 def excerpt(text: str, limit: int = 160) -> str:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 JSON = Any
 """Any value `json.loads` can return: labels and prompts arrive as-is."""
+
+ScoringInput = tuple[JSON, str, JSON, Mapping[str, JSON]]
+"""One answer to grade: `(prompt, response, label, options)`."""
 
 
 class Status(str, enum.Enum):
@@ -75,12 +78,22 @@ class Scorer(abc.ABC):
     name: ClassVar[str]
     """The name clients use: `POST /score/<name>`."""
 
+    batch_size: ClassVar[int] = 1
+    """Answers per `score_many` call. Above 1 (model-based scorers), the
+    engine sends a batch's answers to one worker in chunks of this size, under
+    one deadline; at 1 each answer is its own task, so a hostile answer can
+    only ever cost itself."""
+
     def __init__(self, limits: GradingLimits | None = None) -> None:
         self.limits = limits or GradingLimits()
 
     @abc.abstractmethod
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         """Grade `response` against `label`; never raise for bad input."""
+
+    def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
+        """Grade several answers; override when batching pays (a model)."""
+        return [self.score(*item) for item in items]
 
     @classmethod
     def screen(cls, response: str, label: JSON) -> Score | None:
