@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import orjson
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from reward_service import __version__
@@ -190,6 +190,22 @@ def _batch_samples(body: dict[str, Any], max_items: int) -> list[Sample | None]:
     return [sample_from_json(item) if isinstance(item, dict) else None for item in items]
 
 
+class _Admission:
+    """Bounds requests in progress; past the bound they get 503 before their body is read."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.active = 0
+
+    def __enter__(self) -> None:
+        if self.active >= self.limit:
+            raise Overloaded(f"{self.active} requests in progress; retry shortly", retry_after_s=1)
+        self.active += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.active -= 1
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The FastAPI application; the grading engine starts and stops with it."""
     settings = settings or Settings()
@@ -206,7 +222,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ready=lambda: float(engine.ready),
     )
     token = settings.api_token.get_secret_value().encode() if settings.api_token else None
-    active = 0
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -244,32 +259,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not hmac.compare_digest(given.encode(), token):
             raise Unauthorized()
 
-    async def admit(request: Request) -> AsyncIterator[None]:
-        """Authorize, then hold a slot; past `max_queue` requests answer 503 at once."""
-        nonlocal active
-        authorize(request)
-        if active >= settings.max_queue:
-            raise Overloaded(f"{active} requests in progress; retry shortly", retry_after_s=1)
-        active += 1
-        try:
-            yield
-        finally:
-            active -= 1
-
-    scoring = [Depends(admit)]
+    admission = _Admission(settings.max_queue)
 
     async def _score(request: Request, scorer: str | None) -> Response:
-        if scorer is not None:
-            engine.registry.require(scorer)
-        sample = sample_from_json(await _read_object(request, settings.max_body_bytes))
-        graded = await engine.grade(sample, scorer)
+        authorize(request)
+        with admission:
+            if scorer is not None:
+                engine.registry.require(scorer)
+            sample = sample_from_json(await _read_object(request, settings.max_body_bytes))
+            graded = await engine.grade(sample, scorer)
         return _answer(graded, _wants_detail(request))
 
     async def _score_batch(request: Request, scorer: str | None) -> Response:
-        if scorer is not None:
-            engine.registry.require(scorer)
-        body = await _read_object(request, settings.max_body_bytes)
-        graded = await engine.grade_many(_batch_samples(body, settings.max_batch_items), scorer)
+        authorize(request)
+        with admission:
+            if scorer is not None:
+                engine.registry.require(scorer)
+            body = await _read_object(request, settings.max_body_bytes)
+            samples = _batch_samples(body, settings.max_batch_items)
+            graded = await engine.grade_many(samples, scorer)
         answer: dict[str, Any] = {"rewards": [g.reward for g in graded]}
         if _wants_detail(request):
             answer["details"] = [g.detail() for g in graded]
@@ -277,7 +285,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score",
-        dependencies=scoring,
         openapi_extra=_SCORE_OPENAPI,
         summary="Grade one answer (default scorer)",
     )
@@ -286,7 +293,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score/batch",
-        dependencies=scoring,
         openapi_extra=_BATCH_OPENAPI,
         summary="Grade many answers (default scorer)",
     )
@@ -295,7 +301,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score/{scorer}/batch",
-        dependencies=scoring,
         openapi_extra=_BATCH_OPENAPI,
         summary="Grade many answers with a scorer",
     )
@@ -304,7 +309,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score/{scorer}",
-        dependencies=scoring,
         openapi_extra=_SCORE_OPENAPI,
         summary="Grade one answer with a scorer",
     )
@@ -313,17 +317,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/get_reward",
-        dependencies=scoring,
         openapi_extra=_OPENRLHF_OPENAPI,
         summary="OpenRLHF --remote_rm_url",
     )
     async def get_reward(request: Request) -> Response:
-        samples = samples_from_openrlhf(await _read_object(request, settings.max_body_bytes))
-        if len(samples) > settings.max_batch_items:
-            raise PayloadTooLarge(
-                f"{len(samples)} queries is over the cap of {settings.max_batch_items}"
-            )
-        graded = await engine.grade_many(samples, None)
+        authorize(request)
+        with admission:
+            samples = samples_from_openrlhf(await _read_object(request, settings.max_body_bytes))
+            if len(samples) > settings.max_batch_items:
+                raise PayloadTooLarge(
+                    f"{len(samples)} queries is over the cap of {settings.max_batch_items}"
+                )
+            graded = await engine.grade_many(samples, None)
         return _json(openrlhf_answer([g.score for g in graded]))
 
     @app.get("/livez", summary="The event loop answers")

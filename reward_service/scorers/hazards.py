@@ -25,11 +25,10 @@ _CLOSE = {"}", ")", "]"}
 _IGNORED = {"\\left", "\\right"}
 
 
-def _tree(text: str) -> tuple[list[object], int]:
-    """Group tokens by brackets; return the tree and the deepest nesting seen."""
+def _tree(text: str) -> list[object]:
+    """Group tokens by brackets into nested lists."""
     root: list[object] = []
     stack = [root]
-    deepest = 0
     for match in _TOKEN.finditer(text):
         token = match.group()
         if token.isspace() or token in _IGNORED:
@@ -38,13 +37,12 @@ def _tree(text: str) -> tuple[list[object], int]:
             group: list[object] = []
             stack[-1].append(group)
             stack.append(group)
-            deepest = max(deepest, len(stack) - 1)
         elif token in _CLOSE:
             if len(stack) > 1:
                 stack.pop()
         else:
             stack[-1].append(token)
-    return root, deepest
+    return root
 
 
 def _log10(item: object) -> float | None:
@@ -116,18 +114,42 @@ def _walk(items: list[object]) -> str | None:
 
 def find_hazard(text: str) -> str | None:
     """Why grading `text` would likely stall a symbolic grader, or None."""
-    tree, deepest = _tree(text)
-    if deepest > MAX_NESTING:
+    if _deepest_nesting(text) > MAX_NESTING:
         return f"nesting deeper than {MAX_NESTING} levels"
-    return _walk(tree)
+    if "^" not in text and "!" not in text:
+        return None
+    return _walk(_tree(text))
+
+
+_BRACKET = re.compile(r"[{}()\[\]]")
+
+
+def _deepest_nesting(text: str) -> int:
+    depth = deepest = 0
+    for bracket in _BRACKET.finditer(text):
+        if bracket.group() in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif depth:
+            depth -= 1
+    return deepest
 
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 
 
+_BRACE = re.compile(r"[{}]")
+
+
 def answer_region(response: str, tail_chars: int = 4096) -> str:
     """The part of a response a math grader would parse: the last box, else the tail."""
-    starts = [m.start() for m in _BOXED.finditer(response, max(0, len(response) - 200_000))]
-    if starts:
-        return response[starts[-1] : starts[-1] + tail_chars]
-    return response[-tail_chars:]
+    boxes = list(_BOXED.finditer(response, max(0, len(response) - 200_000)))
+    if not boxes:
+        return response[-tail_chars:]
+    box = boxes[-1]
+    depth = 1
+    for brace in _BRACE.finditer(response, box.end(), box.end() + tail_chars):
+        depth += 1 if brace.group() == "{" else -1
+        if depth == 0:
+            return response[box.start() : brace.end()]
+    return response[box.start() : box.end() + tail_chars]

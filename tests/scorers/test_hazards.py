@@ -55,3 +55,9 @@ def test_region_is_the_last_box() -> None:
 def test_region_without_box_is_the_tail() -> None:
     """Without a box, the tail of the response is screened."""
     assert answer_region("a" * 10_000, tail_chars=100) == "a" * 100
+
+
+def test_region_ends_where_the_box_closes() -> None:
+    """The region is the box itself, so text after it is never screened."""
+    response = "so \\boxed{\\frac{1}{2}} and then 9^{9^{9^{9}}}"
+    assert answer_region(response) == "\\boxed{\\frac{1}{2}}"
