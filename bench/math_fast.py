@@ -2,9 +2,12 @@
 
 Both sides grade the same freshly generated workload: groups of answers
 sharing a label (GRPO style), shuffled so that groups interleave as SLIME
-streams them. Plain math_verify parses the boxed gold and the response and
-verifies, per answer, as peers do. The scorer is run whole and with one
-technique at a time switched off, to show what each contributes:
+streams them. Each answer is timed on every side in turn, so load from
+other processes weighs on all sides alike; math_verify's own 20-entry
+caches are cleared before each call, or they would carry one side's
+parses into the next side's call. Plain math_verify parses the boxed gold
+and the response and verifies, per answer, as peers do. The scorer is run
+whole and with techniques switched off, to show what each contributes:
 
 * full only: gold cache, but every response parsed whole;
 * + region: `\\boxed{<content>}` parsed instead of the response;
@@ -24,7 +27,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, cast
 
-from math_verify.parser import parse_latex_cached
+from math_verify.parser import parse_expr_cached, parse_latex_cached
 
 from reward_service.scorers import math_verify_answer
 from reward_service.scorers.base import GradingLimits
@@ -51,13 +54,6 @@ def _scorers() -> dict[str, MathVerifyScorer]:
     return variants
 
 
-def _time(grade: Grader, cases: list[Case]) -> tuple[float, list[float]]:
-    parse_latex_cached.cache_clear()
-    start = time.perf_counter()
-    rewards = [grade(case) for case in cases]
-    return (time.perf_counter() - start) / len(cases) * 1000, rewards
-
-
 def _scorer_grader(scorer: MathVerifyScorer) -> Grader:
     def grade(case: Case) -> float:
         return scorer.score(None, case.response, case.label, {}).reward
@@ -66,14 +62,25 @@ def _scorer_grader(scorer: MathVerifyScorer) -> Grader:
 
 
 def _workload(name: str, cases: list[Case]) -> None:
-    plain_ms, expected = _time(lambda case: plain_grade(case)[0], cases)
-    print(f"\n{name}: {len(cases)} answers, plain math_verify {plain_ms:.3f} ms/answer")
+    graders: dict[str, Grader] = {"plain": lambda case: plain_grade(case)[0]}
+    scorers = _scorers()
+    graders.update({label: _scorer_grader(scorer) for label, scorer in scorers.items()})
+    seconds = dict.fromkeys(graders, 0.0)
+    rewards: dict[str, list[float]] = {label: [] for label in graders}
+    for case in cases:
+        for label, grade in graders.items():
+            parse_latex_cached.cache_clear()
+            parse_expr_cached.cache_clear()
+            start = time.perf_counter()
+            rewards[label].append(grade(case))
+            seconds[label] += time.perf_counter() - start
+    ms = {label: total / len(cases) * 1000 for label, total in seconds.items()}
+    print(f"\n{name}: {len(cases)} answers, plain math_verify {ms['plain']:.3f} ms/answer")
     print(f"  {'variant':<12}{'ms/answer':>10}{'speed-up':>10}{'verdicts differ':>17}")
-    for label, scorer in _scorers().items():
-        ms, rewards = _time(_scorer_grader(scorer), cases)
-        differ = sum(a != b for a, b in zip(expected, rewards, strict=True))
-        print(f"  {label:<12}{ms:>10.3f}{plain_ms / ms:>9.2f}x{differ:>17}")
-    stats = scorer.stats
+    for label in scorers:
+        differ = sum(a != b for a, b in zip(rewards["plain"], rewards[label], strict=True))
+        print(f"  {label:<12}{ms[label]:>10.3f}{ms['plain'] / ms[label]:>9.2f}x{differ:>17}")
+    stats = scorers["scorer"].stats
     graded = stats.fast + stats.region + stats.full + stats.verdict_hits
     shares = {key: f"{value / max(graded, 1):.0%}" for key, value in stats.as_dict().items()}
     print(f"  scorer paths and caches (share of answers): {shares}")
