@@ -27,14 +27,14 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Generic, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
 
 from reward_service import __version__
 from reward_service.errors import RewardServiceError
-from reward_service.slime.urls import redact
+from reward_service.redaction import redact
 
 JSON = Any
 Item = Mapping[str, JSON]
@@ -45,6 +45,8 @@ RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 BATCH_SIZE = 256
 """Items per batch request; the service refuses more than 1024 by default."""
 MAX_CONNECTIONS = 64
+
+_HTTP = TypeVar("_HTTP", httpx.Client, httpx.AsyncClient)
 
 
 class RewardServiceUnavailable(RewardServiceError):
@@ -155,29 +157,35 @@ def _score_request(
     return _score_path(scorer), body, _detail_params(detail)
 
 
-def _reward(value: JSON) -> float:
+def as_reward(value: JSON) -> float:
+    """`value` as a reward; `UnexpectedAnswer` unless it is a number (a bool is not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise UnexpectedAnswer(f"expected a number as reward, got {value!r:.200}")
     return float(value)
 
 
+def batch_values(answer: JSON, count: int, key: str = "rewards") -> list[JSON]:
+    """The `count` values under `key` of a batch answer, unchecked; `UnexpectedAnswer` if not."""
+    values = answer.get(key) if isinstance(answer, dict) else None
+    if not isinstance(values, list) or len(values) != count:
+        raise UnexpectedAnswer(f"expected {count} {key} in the batch answer, got {answer!r:.200}")
+    return values
+
+
 def _detail(value: JSON) -> dict[str, JSON]:
     if not isinstance(value, dict) or "reward" not in value:
         raise UnexpectedAnswer(f"expected a detail object, got {value!r:.200}")
-    _reward(value["reward"])
+    as_reward(value["reward"])
     return value
 
 
 def _one(answer: JSON, detail: bool) -> float | dict[str, JSON]:
-    return _detail(answer) if detail else _reward(answer)
+    return _detail(answer) if detail else as_reward(answer)
 
 
 def _many(answer: JSON, count: int, detail: bool) -> list[Any]:
-    key = "details" if detail else "rewards"
-    values = answer.get(key) if isinstance(answer, dict) else None
-    if not isinstance(values, list) or len(values) != count:
-        raise UnexpectedAnswer(f"expected {count} {key} in the batch answer, got {answer!r:.200}")
-    return [_detail(value) if detail else _reward(value) for value in values]
+    values = batch_values(answer, count, "details" if detail else "rewards")
+    return [_detail(value) if detail else as_reward(value) for value in values]
 
 
 def _chunks(items: Sequence[Item], size: int) -> list[list[dict[str, JSON]]]:
@@ -200,8 +208,8 @@ def _http_options(
     }
 
 
-class RewardClient:
-    """A blocking client; safe to share between threads (not across `fork`).
+class _Client(Generic[_HTTP]):
+    """What both clients hold: a retry policy, a batch size and one pooled HTTP client.
 
     `base_url` is the service root (`http://host:8000`), not a `/score` URL.
     """
@@ -219,7 +227,17 @@ class RewardClient:
         self.retry = retry or RetryPolicy()
         self.batch_size = batch_size
         options = _http_options(base_url, timeout_s, api_token, max_connections)
-        self._http = httpx.Client(**options)
+        self._http: _HTTP = self._open(options)
+
+    def _open(self, options: dict[str, Any]) -> _HTTP:
+        raise NotImplementedError
+
+
+class RewardClient(_Client[httpx.Client]):
+    """A blocking client; safe to share between threads (not across `fork`)."""
+
+    def _open(self, options: dict[str, Any]) -> httpx.Client:
+        return httpx.Client(**options)
 
     def __enter__(self) -> RewardClient:
         return self
@@ -309,26 +327,11 @@ class RewardClient:
             return False
 
 
-class AsyncRewardClient:
-    """The asyncio client; use one per event loop.
+class AsyncRewardClient(_Client[httpx.AsyncClient]):
+    """The asyncio client; use one per event loop."""
 
-    `base_url` is the service root (`http://host:8000`), not a `/score` URL.
-    """
-
-    def __init__(
-        self,
-        base_url: str = "http://127.0.0.1:8000",
-        *,
-        timeout_s: float = 120.0,
-        retry: RetryPolicy | None = None,
-        api_token: str | None = None,
-        batch_size: int = BATCH_SIZE,
-        max_connections: int = MAX_CONNECTIONS,
-    ) -> None:
-        self.retry = retry or RetryPolicy()
-        self.batch_size = batch_size
-        options = _http_options(base_url, timeout_s, api_token, max_connections)
-        self._http = httpx.AsyncClient(**options)
+    def _open(self, options: dict[str, Any]) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**options)
 
     async def __aenter__(self) -> AsyncRewardClient:
         return self

@@ -15,8 +15,7 @@ from reward_service.client import (
     RewardServiceUnavailable,
     UnexpectedAnswer,
 )
-from reward_service.testing import LiveServer, free_port, live_server
-from tests.slime.stand_in import Reply, StandIn
+from reward_service.testing import LiveServer, Reply, StandIn, free_port, live_server
 
 FAST = RetryPolicy(attempts=3, backoff_s=0.01, max_wait_s=0.05)
 ITEMS = [{"response": str(i / 10), "label": None} for i in range(5)]

@@ -7,12 +7,13 @@ and answers a reward or a list of rewards in input order.
 A group goes to the batch endpoint (``<rm-url>/batch``) in one request; where
 the service has none (404/405) the samples are posted one by one, as SLIME's
 own ``remote_rm`` does. ``sample.metadata["scorer"]`` routes a sample to
-``/score/<scorer>``. Overload (429/503 with ``Retry-After``), gateway errors
-and dropped connections are retried, a bounded number of times; past that
+``/score/<scorer>``. Requests go through `reward_service.client`, whose
+`RetryPolicy` retries overload (429/503, waiting at least ``Retry-After``),
+gateway errors and dropped connections a bounded number of times; past that
 the service counts as down and `ServiceUnavailable` stops the rollout rather
 than train on made-up rewards. A sample the service will not grade (refused,
-bad label, an answer that is not a number) gets `FALLBACK_REWARD` and a
-logged warning, and the rest of its group is unaffected.
+a 500, bad label, an answer that is not a number) gets `FALLBACK_REWARD` and
+a logged warning, and the rest of its group is unaffected.
 
 The URL is ``args.rm_url``, else `LaunchConfig.from_env()`; attempts and the
 per-attempt timeout are ``SLIME_REWARD_ATTEMPTS`` and ``SLIME_REWARD_TIMEOUT_S``.
@@ -23,18 +24,24 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from reward_service.errors import RewardServiceError
+from reward_service.client import (
+    AsyncRewardClient,
+    RequestRejected,
+    RetryPolicy,
+    RewardServiceUnavailable,
+    UnexpectedAnswer,
+    as_reward,
+    batch_values,
+)
+from reward_service.redaction import redact
 from reward_service.slime.config import LaunchConfig
-from reward_service.slime.urls import batch_url, redact, resolve_url, scorer_url
+from reward_service.slime.urls import batch_url, resolve_url, scorer_url
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +51,10 @@ BATCH_SIZE = 256
 MAX_CONNECTIONS = 64
 """As SLIME's own client: a rollout process never holds more."""
 
-_UNAVAILABLE = frozenset({429, 502, 503, 504})
-_RETRIED = _UNAVAILABLE | {408, 500}
+ServiceUnavailable = RewardServiceUnavailable
+"""The reward service did not answer within the allowed attempts."""
+
 _NO_BATCH = frozenset({404, 405})
-_MAX_WAIT_S = 60.0
-
-
-class ServiceUnavailable(RewardServiceError):
-    """The reward service did not answer within the allowed attempts."""
 
 
 @dataclass(frozen=True)
@@ -61,13 +64,11 @@ class _Item:
     body: dict[str, Any]
 
 
-def _retry_after(answer: httpx.Response | None) -> float | None:
-    if answer is None:
-        return None
-    try:
-        return min(max(float(answer.headers["retry-after"]), 0.0), _MAX_WAIT_S)
-    except (KeyError, ValueError):
-        return None
+def _failure(exc: RequestRejected | UnexpectedAnswer) -> str:
+    """What went wrong, for a warning: the refusal with its status, or the answer."""
+    if isinstance(exc, RequestRejected):
+        return f"refused (HTTP {exc.status_code}: {exc.message:.200})"
+    return f"got an unexpected answer ({exc})"
 
 
 class RewardClient:
@@ -82,11 +83,9 @@ class RewardClient:
         backoff_s: float = 1.0,
     ) -> None:
         self.url = url
-        self.attempts = attempts
-        self.backoff_s = backoff_s
-        self._http = httpx.AsyncClient(
-            timeout=timeout_s,
-            limits=httpx.Limits(max_connections=MAX_CONNECTIONS),
+        retry = RetryPolicy(attempts=attempts, backoff_s=backoff_s, max_wait_s=30.0)
+        self._http = AsyncRewardClient(
+            "", timeout_s=timeout_s, max_connections=MAX_CONNECTIONS, retry=retry
         )
         self._has_batch: dict[str, bool] = {}
         self._unroutable_warned = False
@@ -141,91 +140,47 @@ class RewardClient:
 
     async def _score_chunk(self, items: list[_Item], rewards: list[float]) -> None:
         url = items[0].url
-        if self._has_batch.get(url, True):
-            payload = {"items": [item.body for item in items]}
-            answer = await self._post(batch_url(url), payload)
-            if answer.status_code in _NO_BATCH:
-                self._has_batch[url] = False
-                logger.info("%s has no batch endpoint; posting samples one by one", redact(url))
-            else:
-                values = self._batch_values(answer, len(items))
-                if values is not None:
-                    for item, value in zip(items, values, strict=True):
-                        rewards[item.index] = self._reward(item.index, value)
-                    return
-                logger.warning(
-                    "batch of %d refused (HTTP %d: %.200s); posting one by one",
-                    len(items),
-                    answer.status_code,
-                    answer.text,
-                )
-        values = await asyncio.gather(*(self._score_one(item) for item in items))
+        values = await self._score_batch(url, items) if self._has_batch.get(url, True) else None
+        if values is None:
+            values = await asyncio.gather(*(self._score_one(item) for item in items))
         for item, reward in zip(items, values, strict=True):
             rewards[item.index] = reward
 
-    async def _score_one(self, item: _Item) -> float:
-        answer = await self._post(item.url, item.body)
-        if answer.status_code != 200:
-            logger.warning(
-                "sample %d refused (HTTP %d: %.200s); reward %s",
-                item.index,
-                answer.status_code,
-                answer.text,
-                FALLBACK_REWARD,
-            )
-            return FALLBACK_REWARD
+    async def _score_batch(self, url: str, items: list[_Item]) -> list[float] | None:
+        """The rewards from one batch request; None when the samples must go one by one."""
         try:
-            value = answer.json()
-        except ValueError:
-            value = answer.text
-        return self._reward(item.index, value)
+            answer = await self._http.post(batch_url(url), {"items": [i.body for i in items]})
+            values = batch_values(answer, len(items))
+        except RequestRejected as exc:
+            if exc.status_code in _NO_BATCH:
+                self._has_batch[url] = False
+                logger.info("%s has no batch endpoint; posting samples one by one", redact(url))
+                return None
+            failure = _failure(exc)
+        except UnexpectedAnswer as exc:
+            failure = _failure(exc)
+        else:
+            return [self._reward(i.index, v) for i, v in zip(items, values, strict=True)]
+        logger.warning("batch of %d %s; posting one by one", len(items), failure)
+        return None
 
-    @staticmethod
-    def _batch_values(answer: httpx.Response, count: int) -> list[Any] | None:
-        if answer.status_code != 200:
-            return None
+    async def _score_one(self, item: _Item) -> float:
         try:
-            values = answer.json()["rewards"]
-        except (ValueError, KeyError, TypeError):
-            return None
-        return values if isinstance(values, list) and len(values) == count else None
+            answer = await self._http.post(item.url, item.body)
+        except (RequestRejected, UnexpectedAnswer) as exc:
+            logger.warning("sample %d %s; reward %s", item.index, _failure(exc), FALLBACK_REWARD)
+            return FALLBACK_REWARD
+        return self._reward(item.index, answer)
 
     @staticmethod
     def _reward(index: int, value: Any) -> float:
-        if isinstance(value, dict):
-            value = value.get("reward")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        try:
+            return as_reward(value.get("reward") if isinstance(value, dict) else value)
+        except UnexpectedAnswer:
             logger.warning(
                 "sample %d got %.200r, not a number; reward %s", index, value, FALLBACK_REWARD
             )
             return FALLBACK_REWARD
-        return float(value)
-
-    async def _post(self, url: str, payload: dict[str, Any]) -> httpx.Response:
-        """POST with bounded retries; returns the last answer, raises if there was none."""
-        answer: httpx.Response | None = None
-        failure = ""
-        for attempt in range(self.attempts):
-            try:
-                answer = await self._http.post(url, json=payload)
-            except httpx.TransportError as exc:
-                answer, failure = None, f"{type(exc).__name__}: {exc}"
-            else:
-                if answer.status_code not in _RETRIED:
-                    return answer
-                failure = f"HTTP {answer.status_code}"
-            if attempt + 1 < self.attempts:
-                wait = _retry_after(answer)
-                if wait is None:
-                    wait = min(self.backoff_s * 2**attempt, 30.0) * random.uniform(1.0, 1.25)
-                logger.info("%s: %s; retry %d in %.1fs", redact(url), failure, attempt + 1, wait)
-                await asyncio.sleep(wait)
-        if answer is None or answer.status_code in _UNAVAILABLE:
-            raise ServiceUnavailable(
-                f"reward service at {redact(url)} unavailable after {self.attempts} attempts: "
-                f"{failure}"
-            )
-        return answer
 
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, RewardClient]] = (

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reward_service.errors import RewardServiceError
+from reward_service.redaction import redact
 from reward_service.slime.config import ConfigError, LaunchConfig, secrets_from_env
 from reward_service.slime.launch import (
     DEFAULT_TRAIN_COMMAND,
@@ -24,7 +25,7 @@ from reward_service.slime.launch import (
 )
 from reward_service.slime.preflight import run_preflight
 from reward_service.slime.submit import DEFAULT_ENTRYPOINT, JobSpec, submit
-from reward_service.slime.urls import redact, resolve_url
+from reward_service.slime.urls import resolve_url
 
 
 def _config(args: argparse.Namespace) -> LaunchConfig:

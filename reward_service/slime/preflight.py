@@ -25,7 +25,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from reward_service.errors import RewardServiceError
-from reward_service.slime.urls import readyz_url, redact
+from reward_service.redaction import redact
+from reward_service.slime.urls import readyz_url
 
 Say = Callable[[str], None]
 

@@ -6,14 +6,11 @@ every URL here is the one SLIME will use, or one derived from it.
 
 from __future__ import annotations
 
-import re
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from reward_service.slime.config import LaunchConfig
 
 CLUSTER_DOMAIN = "svc.cluster.local"
-
-_TOKEN_SEGMENT = re.compile(r"^/t/[^/]+")
 
 
 def service_url(service: str, namespace: str, port: int, scorer: str | None = None) -> str:
@@ -60,13 +57,3 @@ def scorer_url(url: str, scorer: str) -> str | None:
         return None
     path = "/".join([*base, quote(scorer, safe="")])
     return urlunsplit(parts._replace(path=path))
-
-
-def redact(url: str) -> str:
-    """The URL safe to print: an API token in the path or a password is masked."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = netloc.replace(f":{parts.password}@", ":***@", 1)
-    path = _TOKEN_SEGMENT.sub("/t/***", parts.path, count=1)
-    return urlunsplit(parts._replace(netloc=netloc, path=path))

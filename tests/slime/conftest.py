@@ -6,9 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from reward_service.testing import live_server
-
-from .stand_in import Reply, StandIn
+from reward_service.testing import Reply, StandIn, live_server
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from reward_service.integrations.slime import RewardClient, ServiceUnavailable, aclose, batched_rm
-from reward_service.testing import free_port
+from reward_service.testing import Reply, StandIn, free_port
 
-from .stand_in import Reply, StandIn, grade_like_math
+from .stand_in import grade_like_math
 
 
 @dataclass
@@ -118,9 +118,31 @@ async def test_overload_is_retried_after_retry_after(stand_in: StandIn) -> None:
     """503 with Retry-After is waited out and retried, then graded."""
     answers = iter([Reply(503, {"error": "busy"}, {"Retry-After": "0"})])
     stand_in.route("/score/batch", lambda body: next(answers, None) or _batch(body))
-    async with RewardClient(f"{stand_in.url}/score", backoff_s=30) as client:
+    async with RewardClient(f"{stand_in.url}/score", backoff_s=0.01) as client:
         assert await client.score([RIGHT, WRONG]) == [1.0, 0.0]
     assert stand_in.paths() == ["/score/batch", "/score/batch"]
+
+
+async def test_server_error_is_not_retried(stand_in: StandIn) -> None:
+    """A 500 is a service bug: that sample gets 0.0 at once, the rest are graded."""
+    stand_in.route("/score/batch", lambda _: Reply(500, {"error": "bug"}))
+    stand_in.route(
+        "/score", lambda body: Reply(500, {"error": "bug"}) if body["label"] == [] else _one(body)
+    )
+    buggy = Sample("p", "so \\boxed{2}", [])
+    async with RewardClient(f"{stand_in.url}/score", backoff_s=0.01) as client:
+        assert await client.score([RIGHT, buggy]) == [1.0, 0.0]
+    assert stand_in.paths().count("/score/batch") == 1
+    assert stand_in.paths().count("/score") == 2
+
+
+async def test_service_overloaded_past_the_last_attempt_raises(stand_in: StandIn) -> None:
+    """A service that stays at 503 stops the rollout, naming the status."""
+    stand_in.route("/score/batch", lambda _: Reply(503, {"error": "busy"}, {"Retry-After": "0"}))
+    async with RewardClient(f"{stand_in.url}/score", attempts=3, backoff_s=0.01) as client:
+        with pytest.raises(ServiceUnavailable, match="after 3 attempts: HTTP 503"):
+            await client.score([RIGHT])
+    assert stand_in.paths() == ["/score/batch"] * 3
 
 
 async def test_service_down_raises_after_bounded_attempts() -> None:

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from reward_service.slime.preflight import PreflightError, run_preflight
-from reward_service.testing import free_port
+from reward_service.testing import Reply, StandIn, free_port
 
-from .stand_in import Reply, StandIn, grade_like_math
+from .stand_in import grade_like_math
 
 
 def _preflight(
