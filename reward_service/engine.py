@@ -89,7 +89,14 @@ class ScoringEngine:
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
         self._on_restart = on_restart or (lambda cause: None)
-        self.limits = GradingLimits(settings.grader_timeout_s, settings.gold_cache_size)
+        self.limits = GradingLimits(
+            timeout_s=settings.grader_timeout_s,
+            cache_size=settings.gold_cache_size,
+            reward_model_name=settings.reward_model_name,
+            reward_model_max_length=settings.reward_model_max_length,
+            reward_model_threads=settings.reward_model_threads,
+            reward_model_batch_size=settings.reward_model_batch_size,
+        )
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
         self._pool: WorkerPool | None = None
         self._draining = False
@@ -215,8 +222,9 @@ class ScoringEngine:
         items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
         self.in_flight += len(samples)
         try:
+            affinity = hash((name, repr(samples[0].label)))
             result: list[Score] = await self._pool.run(
-                _grade, (name, items), self.settings.deadline_s
+                _grade, (name, items), self.settings.deadline_s, affinity
             )
             return result
         except DeadlineExceeded:

@@ -7,10 +7,14 @@ Here every worker has pipes of its own, which the event loop drives as
 asyncio transports (no threads, no locks, never a blocking write), and a
 dead worker is simply replaced:
 
-* each task has a deadline; a worker past it is SIGKILLed and replaced;
+* each task has a deadline, counted from when its worker starts it; a
+  worker past it is SIGKILLed and replaced;
 * a worker that dies mid-task has the task retried once on another;
 * workers are recycled after `max_tasks` tasks;
-* tasks wait in a FIFO queue while every worker is busy.
+* each worker holds up to `PIPELINE` tasks, so it starts the next one the
+  moment it finishes one instead of idling through a round trip through the
+  event loop; tasks beyond that wait in a FIFO queue;
+* tasks with the same affinity prefer one worker, whose caches hold them.
 
 Messages use `multiprocessing.connection`'s framing (a 4-byte big-endian
 length, then a pickle), so workers use plain blocking `Connection`s.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import multiprocessing
 import os
@@ -28,7 +33,7 @@ import signal
 import struct
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -38,6 +43,10 @@ log = logging.getLogger("reward_service.pool")
 _READY = "ready"
 _RESPAWN_BACKOFF_S = 1.0
 _HEADER = struct.Struct("!i")
+_LOOKAHEAD = 64
+"""How far into the queue a free worker looks for a task that prefers it."""
+PIPELINE = 2
+"""Tasks sent ahead to one worker: the one it runs and the one it runs next."""
 
 
 class DeadlineExceeded(Exception):
@@ -98,20 +107,28 @@ class _Task:
     args: tuple[Any, ...]
     deadline_s: float | None
     future: asyncio.Future[Any]
+    affinity: int | None = None
     attempts: int = 0
+    """Times a worker started it."""
 
 
 @dataclass
 class _Worker:
     process: BaseProcess
+    slot: int
     writer: asyncio.WriteTransport | None = None
     reader: asyncio.ReadTransport | None = None
     ready: bool = False
-    task: _Task | None = None
+    tasks: collections.deque[_Task] = field(default_factory=collections.deque)
+    """Sent to the worker, in order; the first is running."""
     timer: asyncio.TimerHandle | None = None
     done: int = 0
     exit_cause: str | None = None
     """Why we stopped it (`deadline`, `recycled`, `closing`); None: it died on its own."""
+
+    @property
+    def available(self) -> bool:
+        return self.ready and self.exit_cause is None and len(self.tasks) < PIPELINE
 
     def send(self, message: Any) -> None:
         if self.writer is not None and not self.writer.is_closing():
@@ -143,16 +160,17 @@ class WorkerPool:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
         self._spawning: set[asyncio.Task[None]] = set()
+        self._free_slots: list[int] = []
 
     @property
     def queued(self) -> int:
-        """Tasks waiting for a free worker."""
+        """Tasks waiting for a worker."""
         return len(self._queue)
 
     @property
     def busy(self) -> int:
         """Workers running a task."""
-        return sum(w.task is not None for w in self._workers)
+        return sum(bool(w.tasks) for w in self._workers)
 
     @property
     def alive(self) -> int:
@@ -165,15 +183,15 @@ class WorkerPool:
     async def start(self, timeout_s: float = 120.0) -> None:
         """Spawn the workers and wait until every one has initialised."""
         self._loop = asyncio.get_running_loop()
-        for _ in range(self.size):
-            await self._spawn()
+        for slot in range(self.size):
+            await self._spawn(slot)
         deadline = time.monotonic() + timeout_s
         while self.alive < self.size:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {self.alive} of {self.size} workers started")
             await asyncio.sleep(0.02)
 
-    async def _spawn(self) -> None:
+    async def _spawn(self, slot: int) -> None:
         assert self._loop is not None
         task_reader, task_writer = self._context.Pipe(duplex=False)
         result_reader, result_writer = self._context.Pipe(duplex=False)
@@ -186,7 +204,7 @@ class WorkerPool:
         process.start()
         task_reader.close()
         result_writer.close()
-        worker = _Worker(process)
+        worker = _Worker(process, slot)
         self._workers.append(worker)
         worker.writer, _ = await self._loop.connect_write_pipe(asyncio.BaseProtocol, task_writer)
         worker.reader, _ = await self._loop.connect_read_pipe(
@@ -195,47 +213,76 @@ class WorkerPool:
         self._loop.add_reader(process.sentinel, self._on_exit, worker)
 
     def run(
-        self, fn: Callable[..., Any], args: tuple[Any, ...], deadline_s: float | None
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        deadline_s: float | None,
+        affinity: int | None = None,
     ) -> asyncio.Future[Any]:
-        """Queue `fn(*args)` for a worker; the future raises the task's failure."""
+        """Queue `fn(*args)` for a worker; the future raises the task's failure.
+
+        Tasks of equal `affinity` prefer one worker (its caches stay warm), as
+        long as that leaves no worker idle and skips at most `_LOOKAHEAD` tasks.
+        """
         if self._loop is None or self._closing:
             raise RuntimeError("worker pool is not running")
-        task = _Task(fn, args, deadline_s, self._loop.create_future())
+        slot = affinity % self.size if affinity is not None else None
+        task = _Task(fn, args, deadline_s, self._loop.create_future(), slot)
         self._queue.append(task)
         self._dispatch()
         return task.future
 
     def _dispatch(self) -> None:
-        for worker in self._workers:
-            if not self._queue:
-                return
-            if worker.ready and worker.task is None and worker.exit_cause is None:
-                self._assign(worker)
-
-    def _assign(self, worker: _Worker) -> None:
-        assert self._loop is not None
+        """Fill idle workers first (preferring the queue's affine tasks), then pipelines."""
         while self._queue:
-            task = self._queue.popleft()
-            if task.future.done():
-                continue
-            task.attempts += 1
-            worker.task = task
-            worker.send((task.fn, task.args))
-            if task.deadline_s is not None:
-                worker.timer = self._loop.call_later(task.deadline_s, self._on_deadline, worker)
-            return
+            candidates = [w for w in self._workers if w.available]
+            if not candidates:
+                return
+            worker = min(candidates, key=lambda w: (len(w.tasks), not self._has_affine(w)))
+            task = self._next_for(worker)
+            if not task.future.done():
+                self._send(worker, task)
+
+    def _has_affine(self, worker: _Worker) -> bool:
+        window = itertools.islice(self._queue, _LOOKAHEAD)
+        return any(task.affinity == worker.slot for task in window)
+
+    def _next_for(self, worker: _Worker) -> _Task:
+        for index, task in enumerate(itertools.islice(self._queue, _LOOKAHEAD)):
+            if task.affinity == worker.slot:
+                del self._queue[index]
+                return task
+        return self._queue.popleft()
+
+    def _send(self, worker: _Worker, task: _Task) -> None:
+        worker.tasks.append(task)
+        worker.send((task.fn, task.args))
+        if len(worker.tasks) == 1:
+            self._started(worker)
+
+    def _started(self, worker: _Worker) -> None:
+        """The worker's first task is running now: count it and start its deadline."""
+        assert self._loop is not None
+        task = worker.tasks[0]
+        task.attempts += 1
+        if task.deadline_s is not None:
+            worker.timer = self._loop.call_later(task.deadline_s, self._on_deadline, worker)
 
     def _on_message(self, worker: _Worker, message: Any) -> None:
         if message == _READY:
             worker.ready = True
             self._dispatch()
             return
-        task, worker.task = worker.task, None
+        if not worker.tasks:
+            return
+        task = worker.tasks.popleft()
         if worker.timer is not None:
             worker.timer.cancel()
             worker.timer = None
         worker.done += 1
-        if task is not None and not task.future.done():
+        if worker.tasks:
+            self._started(worker)
+        if not task.future.done():
             succeeded, value = message
             if succeeded:
                 task.future.set_result(value)
@@ -246,19 +293,26 @@ class WorkerPool:
         self._dispatch()
 
     def _on_deadline(self, worker: _Worker) -> None:
-        task, worker.task = worker.task, None
         worker.timer = None
-        if task is not None and not task.future.done():
-            task.future.set_exception(DeadlineExceeded(f"past {task.deadline_s} s"))
+        if worker.tasks:
+            task = worker.tasks.popleft()
+            if not task.future.done():
+                task.future.set_exception(DeadlineExceeded(f"past {task.deadline_s} s"))
         worker.exit_cause = "deadline"
+        self._requeue_waiting(worker)
         self._kill(worker)
+
+    def _requeue_waiting(self, worker: _Worker) -> None:
+        """Tasks sent to a worker that will never start them go back to the queue's front."""
+        while worker.tasks:
+            self._queue.appendleft(worker.tasks.pop())
 
     def _kill(self, worker: _Worker) -> None:
         if worker.process.pid is not None and worker.process.is_alive():
             os.kill(worker.process.pid, signal.SIGKILL)
 
     def _retire(self, worker: _Worker, cause: str) -> None:
-        """Ask a worker to exit once idle; `_on_exit` replaces it."""
+        """Ask a worker to exit after the tasks it holds; `_on_exit` replaces it."""
         worker.exit_cause = cause
         worker.send(None)
 
@@ -272,16 +326,18 @@ class WorkerPool:
         self._workers.remove(worker)
         if worker.timer is not None:
             worker.timer.cancel()
-        task = worker.task
-        if task is not None and not task.future.done():
-            if task.attempts < 2:
-                self._queue.appendleft(task)
-            else:
-                task.future.set_exception(WorkerDied(f"exit code {worker.process.exitcode}"))
+        if worker.tasks:
+            running = worker.tasks.popleft()
+            self._requeue_waiting(worker)
+            if running.attempts < 2:
+                self._queue.appendleft(running)
+            elif not running.future.done():
+                running.future.set_exception(WorkerDied(f"exit code {worker.process.exitcode}"))
         if self._closing:
             return
         cause = worker.exit_cause or "died"
         self._on_restart(cause)
+        self._free_slots.append(worker.slot)
         if cause == "died":
             log.warning(
                 "grading worker died; replacing it",
@@ -289,11 +345,12 @@ class WorkerPool:
             )
         delay = _RESPAWN_BACKOFF_S if cause == "died" and not worker.ready else 0.0
         self._loop.call_later(delay, self._respawn)
+        self._dispatch()
 
     def _respawn(self) -> None:
         if not self._closing:
             assert self._loop is not None
-            spawning = self._loop.create_task(self._spawn())
+            spawning = self._loop.create_task(self._spawn(self._free_slots.pop(0)))
             self._spawning.add(spawning)
             spawning.add_done_callback(self._spawned)
 
@@ -304,7 +361,7 @@ class WorkerPool:
         self._dispatch()
 
     async def close(self, timeout_s: float = 5.0) -> None:
-        """Let workers finish their current task, then stop them."""
+        """Let workers finish the tasks they hold, then stop them."""
         self._closing = True
         for task in self._queue:
             if not task.future.done():
