@@ -35,7 +35,7 @@ def test_agrees_with_plain_math_verify_on_5000_cases() -> None:
     assert min(paths["fast"], paths["region"], paths["full"]) > 400
 
 
-@pytest.mark.slow
+@pytest.mark.exhaustive
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_agrees_with_plain_math_verify_on_more_seeds(seed: int) -> None:
     """Another 10,000 answers per seed, mixed and integer-only, agree as well."""
