@@ -77,6 +77,22 @@ class Settings(BaseSettings):
     )
     access_log_sample: int = Field(100, ge=1, description="Log one request in this many.")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    reward_model_name: str = Field(
+        "OpenAssistant/reward-model-deberta-v3-large-v2",
+        description="reward_model scorer: a local directory or a model already in the HF cache.",
+    )
+    reward_model_max_length: int = Field(
+        1024, ge=16, description="reward_model scorer: tokens per answer; the start is cut first."
+    )
+    reward_model_threads: int = Field(
+        1, ge=1, description="reward_model scorer: torch threads per grading process."
+    )
+    reward_model_batch_size: int = Field(
+        8,
+        ge=1,
+        le=8,
+        description="reward_model scorer: answers per forward pass (the engine sends 8 at most).",
+    )
 
     @model_validator(mode="after")
     def _grader_timeout_below_deadline(self) -> Settings:
