@@ -131,9 +131,16 @@ class _Worker:
         return self.ready and self.exit_cause is None and len(self.tasks) < PIPELINE
 
     def send(self, message: Any) -> None:
+        self.write(_frame(message))
+
+    def write(self, frame: bytes) -> None:
         if self.writer is not None and not self.writer.is_closing():
-            data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-            self.writer.write(_HEADER.pack(len(data)) + data)
+            self.writer.write(frame)
+
+
+def _frame(message: Any) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
 
 
 class WorkerPool:
@@ -255,8 +262,13 @@ class WorkerPool:
         return self._queue.popleft()
 
     def _send(self, worker: _Worker, task: _Task) -> None:
+        try:
+            frame = _frame((task.fn, task.args))
+        except Exception as exc:  # e.g. RecursionError on absurdly nested JSON
+            task.future.set_exception(RuntimeError(f"task cannot be sent to a worker: {exc!r}"))
+            return
         worker.tasks.append(task)
-        worker.send((task.fn, task.args))
+        worker.write(frame)
         if len(worker.tasks) == 1:
             self._started(worker)
 

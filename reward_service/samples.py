@@ -33,7 +33,10 @@ def _text(value: JSON) -> str:
         return ""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (RecursionError, ValueError):
+        return ""  # nested past what a response can mean: graded as no answer
 
 
 def sample_from_json(body: Mapping[str, JSON]) -> Sample:

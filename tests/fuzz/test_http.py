@@ -149,10 +149,6 @@ def test_deeply_nested_label_or_prompt_never_wedges_the_pool(
         assert _post(session, "/score", json.dumps(normal).encode()).json() == 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: samples._text json.dumps a non-string response and its RecursionError is a 500",
-)
 @pytest.mark.parametrize("route", ["/score", "/score/batch"])
 def test_response_nested_1000_deep_gets_a_clear_answer(client: httpx.Client, route: str) -> None:
     """A `response` that is a 1,000-deep JSON array is graded (0.0), not a 500."""
