@@ -14,20 +14,12 @@ import httpx
 import pytest
 
 from reward_service.testing import LiveServer, live_server
-from reward_service.workload import grpo_workload, request_body
+from reward_service.workload import HOSTILE_ANSWERS, grpo_workload, request_body
 from tests.conftest import TEST_ENV
 
 DEADLINE_S = 4.0
 
-PATHOLOGICAL = [
-    "\\boxed{9^{9^{9^{9}}}}",
-    "\\boxed{(10^{100})!}",
-    "\\boxed{" + "{" * 50 + "1" + "}" * 50 + "}",
-    "\\boxed{" + "(" * 50 + "1" + ")" * 50 + "}",
-    "\\boxed{2^{2^{40}}}",
-    "The final answer is $10^{10^{10}}$",
-    "\\boxed{10^{10^{7}}}",
-]
+PATHOLOGICAL = [*HOSTILE_ANSWERS, "The final answer is $10^{10^{10}}$"]
 
 
 @pytest.fixture
