@@ -82,16 +82,16 @@ class Settings(BaseSettings):
         description="reward_model scorer: a local directory or a model already in the HF cache.",
     )
     reward_model_max_length: int = Field(
-        1024, ge=16, description="reward_model scorer: tokens per answer; the start is cut first."
+        512, ge=16, description="reward_model scorer: tokens per answer; the start is cut first."
     )
     reward_model_threads: int = Field(
         1, ge=1, description="reward_model scorer: torch threads per grading process."
     )
     reward_model_batch_size: int = Field(
-        8,
+        4,
         ge=1,
-        le=8,
-        description="reward_model scorer: answers per forward pass (the engine sends 8 at most).",
+        le=4,
+        description="reward_model scorer: answers per forward pass (the engine sends 4 at most).",
     )
 
     @model_validator(mode="after")

@@ -67,11 +67,11 @@ class GradingLimits:
     """Entries a scorer may keep in each of its caches."""
     reward_model_name: str = "OpenAssistant/reward-model-deberta-v3-large-v2"
     """The `reward_model` scorer's model: a local directory or a Hugging Face name."""
-    reward_model_max_length: int = 1024
+    reward_model_max_length: int = 512
     """Tokens the `reward_model` scorer feeds the model per answer."""
     reward_model_threads: int = 1
     """Torch threads of a worker that grades with `reward_model`."""
-    reward_model_batch_size: int = 8
+    reward_model_batch_size: int = 4
     """Answers per forward pass of the `reward_model` scorer."""
 
 

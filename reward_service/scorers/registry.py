@@ -12,6 +12,7 @@ served at `/score/<name>`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Iterable
 from importlib.metadata import entry_points
 
@@ -30,6 +31,15 @@ BUILTINS: dict[str, str] = {
     "choice": "reward_service.scorers.choice:ChoiceScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
+
+
+def _extra_installed(*modules: str) -> bool:
+    """True when every module of an optional extra can be imported (none is imported)."""
+    return all(importlib.util.find_spec(module) is not None for module in modules)
+
+
+if _extra_installed("torch", "transformers"):  # the `rm` extra
+    BUILTINS["reward_model"] = "reward_service.scorers.reward_model:RewardModelScorer"
 
 
 def _load_class(target: str) -> type[Scorer]:
