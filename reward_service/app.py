@@ -15,7 +15,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from reward_service import __version__
+from reward_service import __version__, openapi
 from reward_service.engine import Graded, ScoringEngine
 from reward_service.errors import (
     BadRequest,
@@ -31,116 +31,6 @@ from reward_service.samples import Sample, sample_from_json
 from reward_service.settings import Settings
 
 _TRUE = {"1", "true", "yes", "on"}
-
-_SAMPLE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "prompt": {"description": "A string or a list of chat messages; passed to the scorer."},
-        "response": {"type": "string", "description": "The generated answer, as decoded."},
-        "label": {
-            "description": "The gold answer, any JSON value. An object with `scorer` picks a "
-            "scorer for this sample, `answer`/`ground_truth` being the gold."
-        },
-    },
-}
-_DETAIL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "reward": {"type": "number"},
-        "status": {"enum": ["ok", "wrong", "no_answer", "timeout", "error"]},
-        "scorer": {"type": "string"},
-        "elapsed_ms": {"type": "number"},
-    },
-    "required": ["reward", "status", "scorer", "elapsed_ms"],
-}
-_SCORE_OPENAPI: dict[str, Any] = {
-    "parameters": [
-        {
-            "name": "detail",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "boolean", "default": False},
-            "description": "Answer an object (reward, status, scorer, elapsed_ms, ...) "
-            "instead of a bare number; for SLIME use with `--reward-key reward`.",
-        }
-    ],
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": _SAMPLE_SCHEMA}},
-    },
-    "responses": {
-        "200": {
-            "description": "The reward (a bare number), or the detail object.",
-            "content": {
-                "application/json": {"schema": {"oneOf": [{"type": "number"}, _DETAIL_SCHEMA]}}
-            },
-        },
-        "400": {"description": "The body is not a JSON object."},
-        "404": {"description": "Unknown scorer; the message lists the known ones."},
-        "413": {"description": "The body is over the size cap."},
-        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
-    },
-}
-
-
-_BATCH_OPENAPI: dict[str, Any] = {
-    "parameters": _SCORE_OPENAPI["parameters"],
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {"items": {"type": "array", "items": _SAMPLE_SCHEMA}},
-                    "required": ["items"],
-                }
-            }
-        },
-    },
-    "responses": {
-        "200": {
-            "description": "`rewards` in input order; `details` too with `?detail=1`. An item "
-            "that is not an object gets the fallback reward and status `error`.",
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "properties": {
-                            "rewards": {"type": "array", "items": {"type": "number"}},
-                            "details": {"type": "array", "items": _DETAIL_SCHEMA},
-                        },
-                        "required": ["rewards"],
-                    }
-                }
-            },
-        },
-        "400": {"description": 'The body is not `{"items": [...]}`.'},
-        "413": {"description": "The body or the number of items is over its cap."},
-        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
-    },
-}
-_OPENRLHF_OPENAPI: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "array", "items": {"type": "string"}},
-                        "prompts": {"type": "array", "items": {"type": "string"}},
-                        "labels": {"type": "array"},
-                    },
-                    "required": ["query"],
-                }
-            }
-        },
-    },
-    "responses": {
-        "200": {"description": '`{"rewards", "scores", "extra_logs"}` in input order.'},
-        "400": {"description": "`query`, `prompts` and `labels` are not lists of one length."},
-    },
-}
 
 
 def _json(
@@ -285,7 +175,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score",
-        openapi_extra=_SCORE_OPENAPI,
+        openapi_extra=openapi.SCORE,
         summary="Grade one answer (default scorer)",
     )
     async def score_default(request: Request) -> Response:
@@ -293,7 +183,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score/batch",
-        openapi_extra=_BATCH_OPENAPI,
+        openapi_extra=openapi.BATCH,
         summary="Grade many answers (default scorer)",
     )
     async def score_batch_default(request: Request) -> Response:
@@ -301,7 +191,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score/{scorer}/batch",
-        openapi_extra=_BATCH_OPENAPI,
+        openapi_extra=openapi.BATCH,
         summary="Grade many answers with a scorer",
     )
     async def score_batch_named(request: Request, scorer: str) -> Response:
@@ -309,7 +199,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/score/{scorer}",
-        openapi_extra=_SCORE_OPENAPI,
+        openapi_extra=openapi.SCORE,
         summary="Grade one answer with a scorer",
     )
     async def score_named(request: Request, scorer: str) -> Response:
@@ -317,7 +207,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.post(
         "/get_reward",
-        openapi_extra=_OPENRLHF_OPENAPI,
+        openapi_extra=openapi.OPENRLHF,
         summary="OpenRLHF --remote_rm_url",
     )
     async def get_reward(request: Request) -> Response:

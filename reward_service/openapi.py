@@ -1,0 +1,118 @@
+"""OpenAPI descriptions of the endpoints whose bodies the app reads itself.
+
+The app reads request bodies leniently (SLIME must never meet a 422), so
+FastAPI cannot infer their schemas; these say what clients may send and
+what they get back, for /docs, schemathesis and client generators.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SAMPLE: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "prompt": {"description": "A string or a list of chat messages; passed to the scorer."},
+        "response": {"type": "string", "description": "The generated answer, as decoded."},
+        "label": {
+            "description": "The gold answer, any JSON value. An object with `scorer` picks a "
+            "scorer for this sample, `answer`/`ground_truth` being the gold."
+        },
+    },
+}
+DETAIL: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "reward": {"type": "number"},
+        "status": {"enum": ["ok", "wrong", "no_answer", "timeout", "error"]},
+        "scorer": {"type": "string"},
+        "elapsed_ms": {"type": "number"},
+    },
+    "required": ["reward", "status", "scorer", "elapsed_ms"],
+}
+SCORE: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": "detail",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "boolean", "default": False},
+            "description": "Answer an object (reward, status, scorer, elapsed_ms, ...) "
+            "instead of a bare number; for SLIME use with `--reward-key reward`.",
+        }
+    ],
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": SAMPLE}},
+    },
+    "responses": {
+        "200": {
+            "description": "The reward (a bare number), or the detail object.",
+            "content": {"application/json": {"schema": {"oneOf": [{"type": "number"}, DETAIL]}}},
+        },
+        "400": {"description": "The body is not a JSON object."},
+        "404": {"description": "Unknown scorer; the message lists the known ones."},
+        "413": {"description": "The body is over the size cap."},
+        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
+    },
+}
+
+
+BATCH: dict[str, Any] = {
+    "parameters": SCORE["parameters"],
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"items": {"type": "array", "items": SAMPLE}},
+                    "required": ["items"],
+                }
+            }
+        },
+    },
+    "responses": {
+        "200": {
+            "description": "`rewards` in input order; `details` too with `?detail=1`. An item "
+            "that is not an object gets the fallback reward and status `error`.",
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "rewards": {"type": "array", "items": {"type": "number"}},
+                            "details": {"type": "array", "items": DETAIL},
+                        },
+                        "required": ["rewards"],
+                    }
+                }
+            },
+        },
+        "400": {"description": 'The body is not `{"items": [...]}`.'},
+        "413": {"description": "The body or the number of items is over its cap."},
+        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
+    },
+}
+OPENRLHF: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "array", "items": {"type": "string"}},
+                        "prompts": {"type": "array", "items": {"type": "string"}},
+                        "labels": {"type": "array"},
+                    },
+                    "required": ["query"],
+                }
+            }
+        },
+    },
+    "responses": {
+        "200": {"description": '`{"rewards", "scores", "extra_logs"}` in input order.'},
+        "400": {"description": "`query`, `prompts` and `labels` are not lists of one length."},
+    },
+}
