@@ -1,10 +1,15 @@
-"""Test doubles for code that uses reward-service: a live server on loopback.
+"""Test doubles for code that uses reward-service.
 
-    with live_server(workers=2, env={"REWARD_DEADLINE_S": "5"}) as server:
-        httpx.post(f"{server.url}/score", json={...})
+* `live_server`: a real `reward-service serve` process on a free loopback
+  port, so tests exercise real sockets, processes and signals::
 
-The server is a real `reward-service serve` process on a free loopback
-port, so tests exercise real sockets, processes and signals.
+      with live_server(workers=2, env={"REWARD_DEADLINE_S": "5"}) as server:
+          httpx.post(f"{server.url}/score", json={...})
+
+* `FakeScorer`: a scorer whose response scripts its behaviour (a reward, a
+  sleep, a stall past any signal, a crash, a memory hog), for fault tests.
+* `StandIn`: a scripted HTTP server answering canned replies, for testing
+  clients against an overloaded, failing or wrong-grading service.
 """
 
 from __future__ import annotations
