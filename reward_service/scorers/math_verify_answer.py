@@ -70,12 +70,40 @@ def _priority_zero_patterns() -> list[re.Pattern[str]]:
     return [pattern for pattern, priority in patterns if priority == 0]
 
 
+def _needs_a_box(pattern: re.Pattern[str]) -> bool:
+    """Every match of this pattern holds `\\boxed{` (the box and box-in-environment ones)."""
+    return "\\\\boxed{" in pattern.pattern and not pattern.pattern.startswith("(?i:final")
+
+
+def _box_scan_start(response: str, box_start: int) -> int:
+    """Where scanning for box-holding matches may start without changing any match.
+
+    A match holding a box starts at or after the first box's line (less the
+    newline a ` [..] ` environment may open with), unless a display
+    environment, the only kind that spans lines, opens before that line and
+    is still open there: `$$` anywhere before it, or a `\\[` not closed by
+    a `\\]` before it. Then, and only then, the scan starts at 0. Scanning
+    with `pos` keeps the look-behinds' view of the text before.
+    """
+    line = response.rfind("\n", 0, box_start) + 1
+    before = response[:line]
+    opened = before.rfind("\\[")
+    if "$$" in before or (opened >= 0 and "\\]" not in before[opened:]):
+        return 0
+    return max(0, line - 1)
+
+
 def _winning_content(response: str, box_start: int, last_brace: int) -> str | None:
     """The box content math_verify's normaliser takes from the winning match, if readable."""
     tail = response[last_brace + 1 :]
     if not any(closer in tail for closer in _ENV_CLOSERS):
         return str(extract_boxed_content(response[box_start : last_brace + 1], mode="last"))
-    matches = [m for pattern in _priority_zero_patterns() for m in pattern.finditer(response)]
+    scan_start = _box_scan_start(response, box_start)
+    matches = [
+        m
+        for pattern in _priority_zero_patterns()
+        for m in pattern.finditer(response, scan_start if _needs_a_box(pattern) else 0)
+    ]
     winner = max(matches, key=lambda m: (m.end(), -m.start()))
     groups = {name: value for name, value in winner.groupdict().items() if value}
     if _PLAIN_BOX_GROUP in groups:

@@ -6,6 +6,7 @@ import pytest
 from math_verify import parse
 from sympy import srepr
 
+from reward_service.scorers.math_verify import MathVerifyScorer
 from reward_service.scorers.math_verify_answer import (
     ANSWER_EXPR,
     ANSWER_LATEX,
@@ -14,6 +15,7 @@ from reward_service.scorers.math_verify_answer import (
     normalized,
     region,
 )
+from reward_service.scorers.math_verify_cases import Case, plain_grade
 
 PLAIN_NUMBERS = [
     "42", "-42", "+42", "007", "-0", "3.14", "-3.14", "0.5", "-0.5", ".5", "1,000",
@@ -84,3 +86,28 @@ def test_region_parses_like_the_response() -> None:
     assert content is not None
     config = (ANSWER_LATEX, ANSWER_EXPR)
     assert parse(region(content), config, "first_match") == parse(response, config, "first_match")
+
+
+MULTILINE = {
+    "display dollars around the box": "so\n$$\nx = 1,\\quad \\boxed{5}\n$$ done",
+    "display bracket open before the box": "so\n\\[\n\\boxed{5}\n\\]\n",
+    "closed display bracket, then a box": "\\[ a = 1 \\]\nthen $\\boxed{5}$.",
+    "inline bracket opening the line": "we get\n[ \\boxed{5} ] as claimed",
+    "boxes chained across lines": "$\\boxed{5}$ and\n$\\boxed{6}$.",
+    "percent after the environment": "rate\n$\\boxed{5}$%",
+    "escaped dollars before": "costs \\$3 and \\$$4$\nso $\\boxed{5}$.",
+    "final answer sentence": "The final answer is $\\boxed{5}$. I hope it is correct.",
+    "display dollars closed before": "$$a$$\nso $\\boxed{5}$.",
+}
+
+
+@pytest.mark.parametrize("response", MULTILINE.values(), ids=MULTILINE.keys())
+@pytest.mark.parametrize("label", [5, 6, "5\\%"])
+def test_scan_from_the_box_line_agrees_with_plain(response: str, label: object) -> None:
+    """Starting the box scan at the first box's line never changes what is graded."""
+    case = Case(response=response, label=label, kind="multiline")
+    reward, pred = plain_grade(case)
+    score = MathVerifyScorer().score(None, response, label, {})
+    assert score.reward == reward
+    if pred is not None:
+        assert score.details.get("pred") == pred
