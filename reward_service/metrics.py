@@ -6,6 +6,7 @@ Each app gets its own registry, so several apps (tests) never clash.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -23,6 +24,7 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.requests = Counter(
             "reward_http_requests",
@@ -98,14 +100,28 @@ class ServiceMetrics:
     def record(self, graded: Graded) -> None:
         """Count one finished grading."""
         scorer, details = graded.scorer, graded.score.details
-        self.outcomes.labels(scorer, graded.score.status.value).inc()
-        self.grading_seconds.labels(scorer).observe(graded.elapsed_ms / 1000)
+        self._child(self.outcomes, scorer, graded.score.status.value).inc()
+        self._child(self.grading_seconds, scorer).observe(graded.elapsed_ms / 1000)
         cache = details.get("cache")
         if isinstance(cache, str):
-            self.cache_lookups.labels(scorer, cache).inc()
+            self._child(self.cache_lookups, scorer, cache).inc()
         path = details.get("path")
         if isinstance(path, str):
-            self.grading_paths.labels(scorer, path).inc()
+            self._child(self.grading_paths, scorer, path).inc()
+
+    def count_request(self, route: str, code: int, body_bytes: int | None) -> None:
+        """Count one HTTP request and its body size."""
+        self._child(self.requests, route, str(code)).inc()
+        if body_bytes is not None:
+            self._child(self.body_bytes, route).observe(body_bytes)
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, memoised: it is on every request's path."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

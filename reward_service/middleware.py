@@ -14,9 +14,9 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import os
 import re
 import time
-import uuid
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -103,10 +103,7 @@ class ServiceMiddleware:
 
     def _observe(self, scope: Scope, code: int, seconds: float) -> None:
         route = getattr(scope.get("route"), "path", "unmatched")
-        self.metrics.requests.labels(route, str(code)).inc()
-        length = _content_length(scope)
-        if length is not None:
-            self.metrics.body_bytes.labels(route).observe(length)
+        self.metrics.count_request(route, code, _content_length(scope))
         mode = self.settings.access_log
         sampled = mode == "sampled" and next(self._counter) % self.settings.access_log_sample == 0
         if mode == "all" or sampled or code >= 500:
@@ -128,7 +125,7 @@ def _request_id(scope: Scope) -> str:
             if _SAFE_ID.match(text):
                 return text
             break
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()
 
 
 def _content_length(scope: Scope) -> int | None:
