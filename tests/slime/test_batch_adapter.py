@@ -86,7 +86,10 @@ async def test_without_batch_endpoint_posts_one_by_one(stand_in: StandIn) -> Non
         assert await client.score([RIGHT]) == [1.0]
     assert stand_in.paths() == ["/score/batch", "/score", "/score", "/score"]
     single = [body for _, path, body in stand_in.requests if path == "/score"]
-    assert single[0] == {"prompt": "1+1?", "response": "so \\boxed{3}", "label": "2"}
+    assert {"prompt": "1+1?", "response": "so \\boxed{3}", "label": "2"} in single[:2]
+    assert sorted(body["response"] for body in single) == sorted(
+        ["so \\boxed{3}", "so \\boxed{2}", "so \\boxed{2}"]
+    )
 
 
 async def test_one_bad_sample_gets_the_fallback(
