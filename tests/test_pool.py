@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -91,16 +92,16 @@ def test_workers_are_recycled_after_max_tasks() -> None:
 
 
 def test_equal_affinity_prefers_one_worker() -> None:
-    """Queued tasks of one affinity land on the same worker when it is free."""
+    """Queued tasks of one affinity mostly land on one worker (an idle one may steal)."""
 
     async def body(pool: WorkerPool) -> list[int]:
         tasks = [pool.run(_sleep, (0.02,), 5.0, affinity=k) for k in [0, 1] * 8]
         return await asyncio.gather(*tasks)
 
     pids, _ = asyncio.run(_with_pool(2, body))
-    assert len(set(pids[0::2])) == 1
-    assert len(set(pids[1::2])) == 1
-    assert set(pids[0::2]) != set(pids[1::2])
+    home = [Counter(pids[k::2]).most_common(1)[0] for k in (0, 1)]
+    assert home[0][0] != home[1][0]
+    assert all(count >= 6 for _, count in home), pids
 
 
 def test_closed_pool_refuses_work() -> None:
