@@ -220,17 +220,14 @@ class ScoringEngine:
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
         items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
+        deadline_s = self.settings.deadline_for(name)
         self.in_flight += len(samples)
         try:
             affinity = hash((name, repr(samples[0].label)))
-            result: list[Score] = await self._pool.run(
-                _grade, (name, items), self.settings.deadline_s, affinity
-            )
+            result: list[Score] = await self._pool.run(_grade, (name, items), deadline_s, affinity)
             return result
         except DeadlineExceeded:
-            failure = Score(
-                0.0, Status.TIMEOUT, {"reason": f"deadline {self.settings.deadline_s} s"}
-            )
+            failure = Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
             event = "grading deadline passed; worker killed and replaced"
         except WorkerDied as exc:
             failure = Score.error(f"worker died ({exc})")

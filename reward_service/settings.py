@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     deadline_s: float = Field(
         10.0, gt=0, le=120, description="Hard deadline per grading; past it the worker is killed."
     )
+    scorer_deadlines: dict[str, float] = Field(
+        default_factory=dict,
+        description='Per-scorer deadlines, JSON {"reward_model": 120}; others use deadline_s.',
+    )
     grader_timeout_s: int = Field(
         3, ge=1, description="math_verify's own parse/verify timeout inside a worker (whole s)."
     )
@@ -95,10 +99,16 @@ class Settings(BaseSettings):
     )
 
     @model_validator(mode="after")
-    def _grader_timeout_below_deadline(self) -> Settings:
+    def _deadlines_are_sane(self) -> Settings:
+        if any(not 0 < deadline <= 600 for deadline in self.scorer_deadlines.values()):
+            raise ValueError("scorer_deadlines must lie in (0, 600] seconds")
         if self.grader_timeout_s >= self.deadline_s:
             raise ValueError(
                 f"grader_timeout_s ({self.grader_timeout_s}) must be below deadline_s "
                 f"({self.deadline_s}): the inner timeout must fire before the worker is killed"
             )
         return self
+
+    def deadline_for(self, scorer: str) -> float:
+        """The hard deadline of one grading with `scorer`."""
+        return self.scorer_deadlines.get(scorer, self.deadline_s)

@@ -140,3 +140,14 @@ def test_sigkilled_worker_loses_no_request(faults_server: LiveServer) -> None:
     assert [d["reward"] for _, d in results] == [i["expected"] for i in items]
     _wait_ready(faults_server)
     assert len(faults_server.worker_pids()) == 2
+
+
+def test_a_scorer_can_have_its_own_deadline() -> None:
+    """`REWARD_SCORER_DEADLINES` gives one scorer a shorter (or longer) deadline."""
+    env = {**TEST_ENV, "REWARD_SCORER_DEADLINES": '{"fake": 1.5}'}
+    with live_server(workers=1, env=env) as server:
+        [(elapsed, detail)] = asyncio.run(
+            _send(server.url, [("/score/fake", {"response": "stall"})])
+        )
+    assert (detail["status"], detail["reason"]) == ("timeout", "deadline 1.5 s")
+    assert elapsed < DEADLINE_S - 1

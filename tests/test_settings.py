@@ -20,7 +20,13 @@ def test_environment_sets_fields(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.extra_scorers == {"x": "m:C"}
 
 
-BAD = [{"port": 0}, {"deadline_s": 0}, {"workers": 0}, {"deadline_s": 2, "grader_timeout_s": 3}]
+BAD = [
+    {"port": 0},
+    {"deadline_s": 0},
+    {"workers": 0},
+    {"deadline_s": 2, "grader_timeout_s": 3},
+    {"scorer_deadlines": {"reward_model": 0}},
+]
 
 
 @pytest.mark.parametrize("bad", BAD)
