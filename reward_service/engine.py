@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reward_service.errors import Overloaded
+from reward_service.logs import request_id
 from reward_service.pool import DeadlineExceeded, WorkerDied, WorkerPool
 from reward_service.samples import Sample
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
@@ -224,7 +225,14 @@ class ScoringEngine:
         self.in_flight += len(samples)
         try:
             affinity = hash((name, repr(samples[0].label)))
-            result: list[Score] = await self._pool.run(_grade, (name, items), deadline_s, affinity)
+            context = {
+                "request_id": request_id.get(),
+                "scorer": name,
+                "answer_excerpt": excerpt(samples[0].response),
+            }
+            result: list[Score] = await self._pool.run(
+                _grade, (name, items), deadline_s, affinity, context
+            )
             return result
         except DeadlineExceeded:
             failure = Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})

@@ -32,7 +32,7 @@ import pickle
 import signal
 import struct
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -108,6 +108,8 @@ class _Task:
     deadline_s: float | None
     future: asyncio.Future[Any]
     affinity: int | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """What to log about it should its worker die (request id, excerpt)."""
     attempts: int = 0
     """Times a worker started it."""
 
@@ -225,16 +227,18 @@ class WorkerPool:
         args: tuple[Any, ...],
         deadline_s: float | None,
         affinity: int | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> asyncio.Future[Any]:
         """Queue `fn(*args)` for a worker; the future raises the task's failure.
 
         Tasks of equal `affinity` prefer one worker (its caches stay warm), as
         long as that leaves no worker idle and skips at most `_LOOKAHEAD` tasks.
+        `context` is logged if the task's worker dies under it.
         """
         if self._loop is None or self._closing:
             raise RuntimeError("worker pool is not running")
         slot = affinity % self.size if affinity is not None else None
-        task = _Task(fn, args, deadline_s, self._loop.create_future(), slot)
+        task = _Task(fn, args, deadline_s, self._loop.create_future(), slot, context or {})
         self._queue.append(task)
         self._dispatch()
         return task.future
@@ -338,8 +342,8 @@ class WorkerPool:
         self._workers.remove(worker)
         if worker.timer is not None:
             worker.timer.cancel()
-        if worker.tasks:
-            running = worker.tasks.popleft()
+        running = worker.tasks.popleft() if worker.tasks else None
+        if running is not None:
             self._requeue_waiting(worker)
             if running.attempts < 2:
                 self._queue.appendleft(running)
@@ -353,7 +357,12 @@ class WorkerPool:
         if cause == "died":
             log.warning(
                 "grading worker died; replacing it",
-                extra={"pid": worker.process.pid, "exitcode": worker.process.exitcode},
+                extra={
+                    "pid": worker.process.pid,
+                    "exitcode": worker.process.exitcode,
+                    "retried": running is not None and running.attempts < 2,
+                    **(running.context if running is not None else {}),
+                },
             )
         delay = _RESPAWN_BACKOFF_S if cause == "died" and not worker.ready else 0.0
         self._loop.call_later(delay, self._respawn)
