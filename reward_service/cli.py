@@ -19,7 +19,12 @@ from reward_service.settings import Settings
 def _settings_help() -> str:
     lines = ["settings (environment variables; flags above override them):"]
     for name, field in Settings.model_fields.items():
-        default = "CPUs available" if name == "workers" else field.default
+        if name == "workers":
+            default: object = "CPUs available"
+        elif field.default_factory is not None:
+            default = field.default_factory()  # type: ignore[call-arg]
+        else:
+            default = field.default
         lines.append(f"  REWARD_{name.upper():<28} {field.description or ''} [default: {default}]")
     return "\n".join(lines)
 

@@ -80,7 +80,9 @@ class Settings(BaseSettings):
         "sampled", description="Per-request access lines: none, 1 in `access_log_sample`, or all."
     )
     access_log_sample: int = Field(100, ge=1, description="Log one request in this many.")
-    log_level: Literal["debug", "info", "warning", "error"] = Field("info")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Lowest level of the JSON log lines written to stderr."
+    )
     reward_model_name: str = Field(
         "OpenAssistant/reward-model-deberta-v3-large-v2",
         description="reward_model scorer: a local directory or a model already in the HF cache.",

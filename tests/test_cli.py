@@ -43,8 +43,10 @@ def test_score_unknown_scorer_fails_with_known_names() -> None:
 def test_serve_help_documents_every_setting() -> None:
     """`serve --help` names each REWARD_* variable."""
     result = _run("serve", "--help")
-    for name in Settings.model_fields:
+    for name, field in Settings.model_fields.items():
         assert f"REWARD_{name.upper()}" in result.stdout
+        assert field.description, f"setting {name} has no description"
+    assert "Undefined" not in result.stdout
 
 
 def test_bad_setting_stops_serve_with_message() -> None:
