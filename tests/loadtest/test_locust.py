@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from loadtest.run_ci import load_thresholds, read_stats, run_locust, summary, violations
-from reward_service.testing import live_server
+from reward_service.testing import Reply, StandIn, live_server
 
 
 @pytest.mark.slow
@@ -19,3 +21,21 @@ def test_rollout_and_evaluation_load_holds_the_thresholds() -> None:
     print(summary(completed))
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert violations(read_stats(), thresholds["limits"]) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_service_that_grades_wrongly_fails_the_load_test(tmp_path: Path) -> None:
+    """Against a stand-in that rewards every answer 1.0, locust counts wrong rewards."""
+    run = {"users": 8, "spawn_rate": 8, "run_time_s": 8, "stop_timeout_s": 5}
+    with StandIn() as stand_in:
+        stand_in.route("/score", lambda body: Reply(body=1.0))
+        stand_in.route(
+            "/score/batch", lambda body: Reply(body={"rewards": [1.0] * len(body["items"])})
+        )
+        completed = run_locust(stand_in.url, run, results=tmp_path)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    stats = read_stats(tmp_path)
+    assert stats.wrong_rewards > 0
+    limits = load_thresholds()["limits"]
+    assert any("wrong" in broken for broken in violations(stats, limits))
