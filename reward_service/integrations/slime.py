@@ -6,7 +6,9 @@ and answers a reward or a list of rewards in input order.
 
 A group goes to the batch endpoint (``<rm-url>/batch``) in one request; where
 the service has none (404/405) the samples are posted one by one, as SLIME's
-own ``remote_rm`` does. ``sample.metadata["scorer"]`` routes a sample to
+own ``remote_rm`` does. ``sample.metadata["reward_options"]`` (a dict, e.g.
+``{"choices": [...]}``) reaches the scorer as label-object options, and
+``sample.metadata["scorer"]`` routes a sample to
 ``/score/<scorer>``. Requests go through `reward_service.client`, whose
 `RetryPolicy` retries overload (429/503, waiting at least ``Retry-After``),
 gateway errors and dropped connections a bounded number of times; past that
@@ -52,6 +54,15 @@ MAX_CONNECTIONS = 64
 """As SLIME's own client: a rollout process never holds more."""
 
 ServiceUnavailable = RewardServiceUnavailable
+
+
+def _with_options(label: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The label as a label object carrying scorer options from the sample's metadata."""
+    if isinstance(label, dict) and ({"answer", "ground_truth", "scorer"} & label.keys()):
+        return {**options, **label}
+    return {**options, "answer": label}
+
+
 """The reward service did not answer within the allowed attempts."""
 
 _NO_BATCH = frozenset({404, 405})
@@ -123,7 +134,11 @@ class RewardClient:
             logger.warning("sample %d cannot be sent (%s); reward %s", index, exc, FALLBACK_REWARD)
             return None
         metadata = getattr(sample, "metadata", None)
-        scorer = metadata.get("scorer") if isinstance(metadata, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        options = metadata.get("reward_options")
+        if isinstance(options, dict) and options:
+            body["label"] = _with_options(sample.label, options)
+        scorer = metadata.get("scorer")
         url = self.url
         if isinstance(scorer, str) and scorer:
             routed = scorer_url(self.url, scorer)

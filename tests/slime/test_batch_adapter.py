@@ -183,3 +183,16 @@ async def test_against_the_real_service(reward_url: str, pooled: None) -> None:
     ]
     rewards = await batched_rm(SimpleNamespace(rm_url=f"{reward_url}/score"), samples)
     assert rewards == [1.0, 0.0, 1.0, 0.0]
+
+
+async def test_metadata_reward_options_reach_the_scorer(stand_in: StandIn, pooled: None) -> None:
+    """`metadata["reward_options"]` turns the label into a label object with those options."""
+    stand_in.route("/score/choice/batch", lambda body: Reply(200, {"rewards": [1.0]}))
+    options = {"choices": ["London", "Paris"]}
+    sample = Sample(
+        "capital?", "Answer: B", "Paris", {"scorer": "choice", "reward_options": options}
+    )
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, [sample]) == [1.0]
+    [(_, _, body)] = stand_in.requests
+    assert body["items"][0]["label"] == {"choices": ["London", "Paris"], "answer": "Paris"}
