@@ -7,7 +7,10 @@ what they get back, for /docs, schemathesis and client generators.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from fastapi import FastAPI
 
 SAMPLE: dict[str, Any] = {
     "type": "object",
@@ -116,3 +119,24 @@ OPENRLHF: dict[str, Any] = {
         "400": {"description": "`query`, `prompts` and `labels` are not lists of one length."},
     },
 }
+
+
+def describe(app: FastAPI, routes: Sequence[tuple[str, dict[str, Any], str]]) -> None:
+    """Add `(path, spec, summary)` POST operations to the schema FastAPI generates."""
+    generate = app.openapi
+
+    def schema() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()
+            for path, spec, summary in routes:
+                parameters = [
+                    {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                    for name in ("scorer",)
+                    if "{" + name + "}" in path
+                ] + spec.get("parameters", [])
+                operation = {**spec, "summary": summary, "parameters": parameters}
+                document["paths"].setdefault(path, {})["post"] = operation
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = schema  # type: ignore[method-assign]
