@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
+import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from reward_service.cpus import available_cpus
@@ -176,6 +179,37 @@ def _hit_rates(before: dict[str, float], after: dict[str, float]) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of one process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _CpuShare:
+    text = ""
+
+
+@contextlib.contextmanager
+def _cpu_per_answer(server: Any, answers: int) -> Iterator[_CpuShare]:
+    """Where the CPU went, per answer: server process, workers, this client."""
+    share = _CpuShare()
+    workers = server.worker_pids()
+    server_before = _cpu_seconds(server.process.pid)
+    workers_before = sum(map(_cpu_seconds, workers))
+    client_before = time.process_time()
+    yield share
+    server_ms = (_cpu_seconds(server.process.pid) - server_before) / answers * 1000
+    workers_ms = (sum(map(_cpu_seconds, workers)) - workers_before) / answers * 1000
+    client_ms = (time.process_time() - client_before) / answers * 1000
+    share.text = (
+        f"\n    cpu per answer: server {server_ms:.2f} ms, workers {workers_ms:.2f} ms, "
+        f"client {client_ms:.2f} ms"
+    )
+
+
 def _line(name: str, run: Run, plain: Run | None) -> str:
     ratio = f"  x{run.rate / plain.rate:.2f} vs plain" if plain else ""
     latency = (
@@ -213,10 +247,14 @@ def _bench(args: argparse.Namespace) -> None:
             print(_line("plain", plain, None), flush=True)
             asyncio.run(_single(server.url, fresh()[: workers * 4], args.connections))
             before = _scrape(server.url)
-            single = asyncio.run(_single(server.url, fresh(), args.connections))
-            print(_line("/score", single, plain), flush=True)
-            batch = asyncio.run(_batched(server.url, fresh(), 64, 8))
-            print(_line("/score/batch", batch, plain), flush=True)
+            items = fresh()
+            with _cpu_per_answer(server, args.answers) as single_cpu:
+                single = asyncio.run(_single(server.url, items, args.connections))
+            print(_line("/score", single, plain) + single_cpu.text, flush=True)
+            items = fresh()
+            with _cpu_per_answer(server, args.answers) as batch_cpu:
+                batch = asyncio.run(_batched(server.url, items, 64, 8))
+            print(_line("/score/batch", batch, plain) + batch_cpu.text, flush=True)
             print(f"  service: {_hit_rates(before, _scrape(server.url))}", flush=True)
         if args.memory_answers:
             _memory(server, args.memory_answers, seed)
