@@ -35,8 +35,6 @@ from reward_service.workload import grpo_workload, request_body
 
 T = TypeVar("T")
 
-_plain_state: dict[str, Any] = {}
-
 WORKLOADS: dict[str, tuple[str, ...] | None] = {"mixed": None, "integer": ("integer",)}
 
 
@@ -61,27 +59,14 @@ class Run:
 
 
 def _plain_init() -> None:
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
-
-    _plain_state.update(
-        parse=parse,
-        verify=verify,
-        answer=(
-            LatexExtractionConfig(boxed_match_priority=0, try_extract_without_anchor=False),
-            ExprExtractionConfig(try_extract_without_anchor=False),
-        ),
-        gold=(LatexExtractionConfig(), ExprExtractionConfig()),
-    )
+    import reward_service.scorers.math_verify_cases  # noqa: F401  (math_verify, warm)
 
 
 def _plain_grade(item: dict[str, Any]) -> float:
     """What a peer does per answer: parse both sides with math_verify and verify."""
-    parse, verify = _plain_state["parse"], _plain_state["verify"]
-    label = item["label"]
-    text = str(int(label)) if isinstance(label, float) and label.is_integer() else str(label)
-    gold = parse(f"\\boxed{{{text}}}", _plain_state["gold"], extraction_mode="first_match")
-    answer = parse(item["response"], _plain_state["answer"], extraction_mode="first_match")
-    return 1.0 if verify(gold, answer) else 0.0
+    from reward_service.scorers.math_verify_cases import Case, plain_grade
+
+    return plain_grade(Case(item["response"], item["label"], "bench"))[0]
 
 
 def _wrong(rewards: list[float], items: list[dict[str, Any]]) -> int:

@@ -12,6 +12,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
 SAMPLE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -46,12 +51,12 @@ SCORE: dict[str, Any] = {
     ],
     "requestBody": {
         "required": True,
-        "content": {"application/json": {"schema": SAMPLE}},
+        "content": _json(SAMPLE),
     },
     "responses": {
         "200": {
             "description": "The reward (a bare number), or the detail object.",
-            "content": {"application/json": {"schema": {"oneOf": [{"type": "number"}, DETAIL]}}},
+            "content": _json({"oneOf": [{"type": "number"}, DETAIL]}),
         },
         "400": {"description": "The body is not a JSON object."},
         "404": {"description": "Unknown scorer; the message lists the known ones."},
@@ -65,32 +70,28 @@ BATCH: dict[str, Any] = {
     "parameters": SCORE["parameters"],
     "requestBody": {
         "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {"items": {"type": "array", "items": SAMPLE}},
-                    "required": ["items"],
-                }
+        "content": _json(
+            {
+                "type": "object",
+                "properties": {"items": {"type": "array", "items": SAMPLE}},
+                "required": ["items"],
             }
-        },
+        ),
     },
     "responses": {
         "200": {
             "description": "`rewards` in input order; `details` too with `?detail=1`. An item "
             "that is not an object gets the fallback reward and status `error`.",
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "properties": {
-                            "rewards": {"type": "array", "items": {"type": "number"}},
-                            "details": {"type": "array", "items": DETAIL},
-                        },
-                        "required": ["rewards"],
-                    }
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "rewards": {"type": "array", "items": {"type": "number"}},
+                        "details": {"type": "array", "items": DETAIL},
+                    },
+                    "required": ["rewards"],
                 }
-            },
+            ),
         },
         "400": {"description": 'The body is not `{"items": [...]}`.'},
         "413": {"description": "The body or the number of items is over its cap."},
@@ -100,19 +101,17 @@ BATCH: dict[str, Any] = {
 OPENRLHF: dict[str, Any] = {
     "requestBody": {
         "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "query": {"type": "array", "items": {"type": "string"}},
-                        "prompts": {"type": "array", "items": {"type": "string"}},
-                        "labels": {"type": "array"},
-                    },
-                    "required": ["query"],
-                }
+        "content": _json(
+            {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "array", "items": {"type": "string"}},
+                    "prompts": {"type": "array", "items": {"type": "string"}},
+                    "labels": {"type": "array"},
+                },
+                "required": ["query"],
             }
-        },
+        ),
     },
     "responses": {
         "200": {"description": '`{"rewards", "scores", "extra_logs"}` in input order.'},

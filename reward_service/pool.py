@@ -186,9 +186,6 @@ class WorkerPool:
         """Workers that are up and initialised."""
         return sum(w.ready and w.process.is_alive() for w in self._workers)
 
-    def pids(self) -> list[int]:
-        return [w.process.pid for w in self._workers if w.process.pid is not None]
-
     async def start(self, timeout_s: float = 120.0) -> None:
         """Spawn the workers and wait until every one has initialised."""
         self._loop = asyncio.get_running_loop()

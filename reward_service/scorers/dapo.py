@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 
 from reward_service.scorers.base import JSON, Score, Scorer, Status
-from reward_service.scorers.math_verify import gold_texts
+from reward_service.scorers.labels import gold_texts
 
 WINDOW_CHARS = 300
 """How much of the response's end is searched (MATH-500's longest answer is 159)."""

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reward_service.scorers.base import JSON, Score, Scorer, Status
-from reward_service.scorers.math_verify import gold_texts
+from reward_service.scorers.labels import gold_texts
 
 EXACT_ONLY = frozenset({"yes", "no", "noanswer"})
 """Answers that earn nothing for partial overlap."""

@@ -23,11 +23,8 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import NoReturn
 
-import sympy
-from sympy.parsing import sympy_parser
-
 from reward_service.scorers.base import JSON, Score, Status
-from reward_service.scorers.math_verify import gold_texts
+from reward_service.scorers.labels import gold_texts
 
 MAX_SYMPY_CHARS = 200
 """Longer answers are compared as strings only (MATH answers are under 160)."""
@@ -146,10 +143,6 @@ _TUPLE_BRACKETS = "()[]"
 _UNSAFE_FOR_SYMPY = ("^{", "^(", "**", "!", "_")
 _UNSAFE_POWERS = re.compile(r"\^[0-9]+\^|\^[0-9][0-9]")
 _MAX_CARETS = 3
-_TRANSFORMATIONS = (
-    *sympy_parser.standard_transformations,
-    sympy_parser.implicit_multiplication_application,
-)
 
 
 def _strip_thousands_commas(text: str) -> str:
@@ -259,11 +252,18 @@ def _sympy_equal(gold: str, given: str) -> bool:
     expr = f"({gold})-({given})"
     if not _sympy_may_evaluate(expr):
         return False
+    import sympy  # here, not at import: the server process loads this module for `screen`
+    from sympy.parsing import sympy_parser
+
+    transformations = (
+        *sympy_parser.standard_transformations,
+        sympy_parser.implicit_multiplication_application,
+    )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             difference = sympy_parser.parse_expr(
-                expr.replace("^", "**"), transformations=_TRANSFORMATIONS
+                expr.replace("^", "**"), transformations=transformations
             )
             return bool(sympy.simplify(difference) == 0)
     except Exception:

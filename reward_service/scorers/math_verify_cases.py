@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 
 from reward_service.scorers.base import JSON
-from reward_service.scorers.math_verify import boxed, gold_texts
+from reward_service.scorers.labels import boxed, gold_texts
 
 
 @dataclass(frozen=True)

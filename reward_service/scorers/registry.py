@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Iterable
 from importlib.metadata import entry_points
 
 from reward_service.errors import ScorerLoadError, UnknownScorer
@@ -102,7 +101,7 @@ class ScorerRegistry:
             self._instances[name] = scorer
         return scorer
 
-    def load_all(self, names: Iterable[str] | None = None) -> None:
-        """Build scorers now, so a broken plugin fails at start-up."""
-        for name in names if names is not None else self.names():
+    def load_all(self) -> None:
+        """Build every scorer now, so a broken plugin fails at start-up."""
+        for name in self.names():
             self.get(name)
