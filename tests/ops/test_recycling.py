@@ -45,7 +45,11 @@ class RoundRobinProxy:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", next(self._backends))
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        try:
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        finally:  # also when cancelled at shutdown: a writer left open warns once the loop is gone
+            up_writer.close()
+            writer.close()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
