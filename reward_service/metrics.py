@@ -63,7 +63,7 @@ class ServiceMetrics:
         )
         self.grading_paths = Counter(
             "reward_grading_paths",
-            "Which grading path settled an answer (fast, region, full).",
+            "Which grading path settled an answer (inline, fast, region, full).",
             ["scorer", "path"],
             registry=r,
         )

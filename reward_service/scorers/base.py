@@ -107,8 +107,10 @@ class Scorer(abc.ABC):
     def screen(cls, response: str, label: JSON) -> Score | None:
         """Cheap check run before dispatch; a `Score` here skips grading.
 
-        Runs in the server process, on the class (no instance is built
-        there), so it must be fast, linear in the input and free of heavy
-        imports. The default lets everything through.
+        It may reject a hostile answer, or settle one outright when the
+        verdict `score` would give is provable cheaply. Runs in the server
+        process, on the class (no instance is built there), so it must be
+        fast, linear in the input and free of heavy imports. The default
+        lets everything through.
         """
         return None

@@ -14,13 +14,18 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _disagreements(cases: list[Case]) -> tuple[list[str], Counter[str]]:
-    """Cases where the scorer's reward or read answer differs from plain math_verify's."""
+    """Cases where the service's reward or read answer differs from plain math_verify's.
+
+    As in the service: `screen` first (in the server), then `score` (in a worker).
+    """
     scorer = MathVerifyScorer(GradingLimits(cache_size=256))
     wrong: list[str] = []
     paths: Counter[str] = Counter()
     for case in cases:
         reward, pred = plain_grade(case)
-        score = scorer.score(None, case.response, case.label, {})
+        score = MathVerifyScorer.screen(case.response, case.label) or scorer.score(
+            None, case.response, case.label, {}
+        )
         paths[str(score.details.get("path"))] += 1
         if score.reward != reward or (pred is not None and score.details.get("pred") != pred):
             wrong.append(f"{case.kind} {case.label!r} {case.response[-200:]!r}: {reward} {score}")
@@ -32,7 +37,7 @@ def test_agrees_with_plain_math_verify_on_5000_cases() -> None:
     cases = generate_cases(seed=20240, count=4000) + generate_cases(20241, 1000, True)
     wrong, paths = _disagreements(cases)
     assert wrong == []
-    assert min(paths["fast"], paths["region"], paths["full"]) > 400
+    assert min(paths["inline"], paths["fast"], paths["region"], paths["full"]) > 400
 
 
 @pytest.mark.exhaustive
