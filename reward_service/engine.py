@@ -214,7 +214,11 @@ class ScoringEngine:
             return Score.error(f"unknown scorer {name!r}; known scorers: {known}")
         if len(sample.response) > self.settings.max_answer_chars:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
-        return self.registry.scorer_class(name).screen(sample.response, sample.label)
+        try:
+            return self.registry.scorer_class(name).screen(sample.response, sample.label)
+        except Exception:  # a scorer's bug in screen: the worker grades the answer instead
+            log.exception("scorer screen failed; grading in a worker", extra={"scorer": name})
+            return None
 
     async def _run(self, name: str, samples: list[Sample]) -> list[Score]:
         """Grade samples of one scorer in one worker task, under one deadline."""

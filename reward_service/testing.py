@@ -134,10 +134,17 @@ class FakeScorer(Scorer):
     The response is a number (the reward, status ok), or one of:
     `sleep:<s>` (take that long, then reward 1.0), `stall` (hold the GIL in
     C, beyond any signal), `crash` (the worker dies), `raise` (the scorer
-    raises), `hog` (allocate without bound).
+    raises), `hog` (allocate without bound), `screen-raise` (`screen`, in
+    the server, raises; the worker then grades 1.0).
     """
 
     name = "fake"
+
+    @classmethod
+    def screen(cls, response: str, label: JSON) -> Score | None:
+        if response.strip() == "screen-raise":
+            raise RuntimeError("fake scorer asked to raise in screen")
+        return None
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         command = response.strip()
@@ -148,6 +155,8 @@ class FakeScorer(Scorer):
             pow(10, 10**10)
         elif command == "crash":
             os._exit(3)
+        elif command == "screen-raise":
+            return Score.verdict(True, graded_by="worker")
         elif command == "raise":
             raise RuntimeError("fake scorer asked to raise")
         elif command == "hog":

@@ -121,6 +121,14 @@ def test_scorer_failures_become_statuses(
     _wait_ready(faults_server)
 
 
+def test_a_failing_screen_leaves_the_answer_to_a_worker(faults_server: LiveServer) -> None:
+    """A scorer whose server-side `screen` raises still has its answer graded, not a 500."""
+    [(_, detail)] = asyncio.run(
+        _send(faults_server.url, [("/score/fake", {"response": "screen-raise"})])
+    )
+    assert (detail["reward"], detail["status"], detail["graded_by"]) == (1.0, "ok", "worker")
+
+
 def test_sigkilled_worker_loses_no_request(faults_server: LiveServer) -> None:
     """SIGKILL a worker under load: every request answered right, readiness recovers."""
     items = grpo_workload(seed=13, answers=400, max_chars=8_000)

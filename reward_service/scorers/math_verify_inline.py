@@ -170,7 +170,13 @@ def _alone_on_its_line(response: str, dollar: int) -> bool:
 
 
 def integer_golds(label: JSON) -> list[int] | None:
-    """The label's gold answers when every one is a bare integer, else None."""
+    """The label's gold answers when every one is a bare integer, else None.
+
+    Only flat labels are read here: a nested list may be deep enough to
+    exhaust the stack, which the worker, not the server, should find out.
+    """
+    if isinstance(label, list) and any(isinstance(item, list) for item in label):
+        return None
     texts = gold_texts(label)
     if isinstance(texts, str):
         return None
