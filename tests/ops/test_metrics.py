@@ -63,21 +63,19 @@ def test_metrics_count_a_scripted_mix(server: LiveServer) -> None:
 
 
 def test_metrics_report_the_grading_path(server: LiveServer) -> None:
-    """The math_verify scorer's fast path and verdict cache are counted."""
+    """The math_verify scorer's paths (inline in the server, fast in a worker) and cache are counted."""
     before = _samples(server)
-    for _ in range(3):
-        httpx.post(f"{server.url}/score", json={"response": "\\boxed{12}", "label": 12})
+    for response in ["\\boxed{97531}", "\\boxed{\\frac{195062}{2}}"] * 3:
+        httpx.post(f"{server.url}/score", json={"response": response, "label": 97531})
     after = _samples(server)
-    paths = sum(
-        value - before.get(key, 0.0)
-        for key, value in after.items()
-        if key[0] == "reward_grading_paths_total"
-    )
-    hits = _value(after, "reward_cache_lookups_total", scorer="math_verify", result="hit") - _value(
-        before, "reward_cache_lookups_total", scorer="math_verify", result="hit"
-    )
-    assert paths == 3
-    assert hits >= 1
+
+    def delta(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    path = "reward_grading_paths_total"
+    assert delta(path, scorer="math_verify", path="inline") == 3
+    assert delta(path, scorer="math_verify", path="fast") == 3  # a cached verdict keeps its path
+    assert delta("reward_cache_lookups_total", scorer="math_verify", result="hit") == 2
 
 
 def test_request_id_is_echoed_or_made(server: LiveServer) -> None:
