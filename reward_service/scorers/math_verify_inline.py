@@ -15,9 +15,9 @@ integer of at most 30 digits and `T` the text after the answer:
 
 `T` is at most 64 characters of `_TAIL_CHARS` (whitespace, punctuation).
 When the response boxes something earlier too: in the plain shape the
-box before `B` closes 70 characters or more before it (or never); in the inline shape the line of `B`
-holds no other box and the text before the `$` does not end in "and",
-"or" or ",".
+box before `B` closes 70 characters or more before it (or never); in the
+inline shape the line of `B` holds no other box and the text before the
+`$` does not end in "and", "or" or ",".
 
 Why math_verify's answer is then `D` (see `math_verify_answer` for the
 patterns): it grades the priority-0 match that ends rightmost. A match
@@ -88,9 +88,7 @@ def boxed_integer(response: str) -> str | None:
     tail_start = close + 2 if inline else close + 1
     if inline and response[close + 1 : close + 2] != "$":
         return None
-    if len(response) - tail_start > _MAX_TAIL or not _TAIL_CHARS.issuperset(
-        response[tail_start:]
-    ):
+    if len(response) - tail_start > _MAX_TAIL or not _TAIL_CHARS.issuperset(response[tail_start:]):
         return None
     if inline and not _opens_inline_math(response, start - 1):
         return None

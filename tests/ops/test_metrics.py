@@ -63,7 +63,7 @@ def test_metrics_count_a_scripted_mix(server: LiveServer) -> None:
 
 
 def test_metrics_report_the_grading_path(server: LiveServer) -> None:
-    """The math_verify scorer's paths (inline in the server, fast in a worker) and cache are counted."""
+    """math_verify's paths (inline in the server, fast in a worker) and cache are counted."""
     before = _samples(server)
     for response in ["\\boxed{97531}", "\\boxed{\\frac{195062}{2}}"] * 3:
         httpx.post(f"{server.url}/score", json={"response": response, "label": 97531})

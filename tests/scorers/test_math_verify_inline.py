@@ -125,7 +125,7 @@ _FRAGMENTS = [
 
 
 def test_hostile_surroundings_never_change_an_inline_verdict() -> None:
-    """Around the answer, any mix of delimiters, boxes and anchors: settled means plain's verdict."""
+    """Around the answer, any mix of delimiters, boxes and anchors: settled is plain's verdict."""
     rng = random.Random(20261130)
     settled_count = 0
     for _ in range(6000):
