@@ -120,8 +120,30 @@ def test_normalising_leaves_bare_integers_alone(digits: str) -> None:
 _FRAGMENTS = [
     "$", "$$", "\\[", "\\]", "\\(", "\\)", "[", "]", "(", ")", "{", "}", " ", "\n", "\\",
     "\\boxed{", "\\boxed{42}", "$\\boxed{42}$", "\\boxed{7}", "I hope", "percent", "%",
-    "final answer is", "and", ",", ".", "*", ":", "5", "x", "</think>",
+    "final answer is", "and", ",", ".", "*", ":", "5", "x", "</think>", "x" * 35,
 ]  # fmt: skip
+
+
+FLOODS = {
+    "closing braces, near": ("\\boxed{" + "}" * 5 + "\\boxed{42}", False),
+    "closing braces, far": ("\\boxed{" + "}" * 3000 + "\\boxed{42}", True),
+    "opening braces": ("\\boxed{" + "{" * 3000 + "}" + " \\boxed{42}", False),
+    "boxes": ("\\boxed{42}" * 500, False),
+    "long line": ("$\\boxed{1}" + "x" * 3000 + " $\\boxed{42}$.", False),
+    "spaces before": ("\\boxed{1}\n" + " " * 3000 + "$\\boxed{42}$", False),
+}
+
+
+@pytest.mark.parametrize(("response", "settles"), FLOODS.values(), ids=FLOODS.keys())
+def test_floods_are_settled_only_as_plain_math_verify_reads_them(
+    response: str, settles: bool
+) -> None:
+    """Long runs of braces, boxes or spaces: declined, or settled with plain's verdict."""
+    settled = settle(response, 42)
+    assert (settled is not None) == settles
+    if settled is not None:
+        reward, pred = plain_grade(Case(response, 42, "flood"))
+        assert (settled.reward, settled.details["pred"]) == (reward, pred)
 
 
 def test_hostile_surroundings_never_change_an_inline_verdict() -> None:
