@@ -42,7 +42,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from reward_service.scorers import math_verify_inline
 from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, Status
@@ -137,6 +137,10 @@ class MathVerifyScorer(Scorer):
     """1.0 when math_verify finds the boxed answer equal to the gold, else 0.0."""
 
     name = "math_verify"
+    inline_integers: ClassVar[bool] = True
+    """`screen` settles bare-integer answers itself. `math_verify_inline`
+    proves those verdicts for this class's extraction config only: a
+    subclass that changes the config must set this False."""
 
     def __init__(self, limits: GradingLimits | None = None) -> None:
         super().__init__(limits)
@@ -163,7 +167,7 @@ class MathVerifyScorer(Scorer):
 
     @classmethod
     def screen(cls, response: str, label: JSON) -> Score | None:
-        settled = math_verify_inline.settle(response, label)
+        settled = math_verify_inline.settle(response, label) if cls.inline_integers else None
         if settled is not None:
             return settled
         hazard = find_hazard(answer_region(response))

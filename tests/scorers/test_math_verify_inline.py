@@ -110,6 +110,15 @@ def test_screen_settles_integer_answers_before_any_worker() -> None:
     assert wrong is not None and (wrong.reward, wrong.details["path"]) == (0.0, "inline")
 
 
+def test_a_subclass_with_another_config_can_opt_out() -> None:
+    """A subclass that sets `inline_integers = False` gets every answer graded by `score`."""
+
+    class OtherConfig(MathVerifyScorer):
+        inline_integers = False
+
+    assert OtherConfig.screen("so $\\boxed{42}$.", "42") is None
+
+
 @given(digits=st.from_regex(r"[+-]?[0-9]{1,30}", fullmatch=True))
 def test_normalising_leaves_bare_integers_alone(digits: str) -> None:
     """math_verify's normaliser returns every bare integer as it is, so `int(D)` is its value."""
