@@ -92,12 +92,10 @@ def boxed_integer(response: str) -> str | None:
         return None
     if inline and not _opens_inline_math(response, start - 1):
         return None
-    try:
-        if _boxes_before(response, start) and not (
-            _alone_on_its_line(response, start - 1) if inline else _apart(response, start)
-        ):
-            return None
-    except _TooManyBraces:
+    previous = max(response.rfind("\\boxed", 0, start), response.rfind("\\fbox", 0, start))
+    if previous >= 0 and not (
+        _alone_on_its_line(response, start - 1) if inline else _apart(response, previous, start)
+    ):
         return None
     return response[content_start:close]
 
@@ -107,20 +105,16 @@ def _opens_inline_math(response: str, dollar: int) -> bool:
     return dollar == 0 or response[dollar - 1] in _OPENER_AFTER
 
 
-def _boxes_before(response: str, start: int) -> bool:
-    return response.rfind("\\boxed", 0, start) >= 0 or response.rfind("\\fbox", 0, start) >= 0
+def _apart(response: str, previous: int, start: int) -> bool:
+    """The box at `previous` closes `_BOX_GAP` or more characters before the one at `start`.
 
-
-def _apart(response: str, start: int) -> bool:
-    """The box before the one at `start` closes `_BOX_GAP` or more characters before it.
-
-    As math_verify's reader finds it: the nearest `\\boxed` or `\\fbox`,
-    whitespace, `{`, then braces counted up to `start`. A box that does not
-    open with `{` or does not close before `start` ends its walk too.
+    As math_verify's reader walks it: `\\boxed` or `\\fbox`, whitespace,
+    `{`, then braces counted up to `start`. A box that does not open with
+    `{` or does not close before `start` ends its walk too. Past
+    `_MAX_BRACES` braces the answer is no, so the caller declines.
     """
     if response.find("}", max(0, start - _BOX_GAP - 1), start) < 0:
         return True
-    previous = max(response.rfind("\\boxed", 0, start), response.rfind("\\fbox", 0, start))
     position = previous + (len("\\boxed") if response.startswith("\\boxed", previous) else 5)
     while position < start and response[position].isspace():
         position += 1
@@ -128,7 +122,10 @@ def _apart(response: str, start: int) -> bool:
             return False
     if position >= start or response[position] != "{":
         return True
-    closing = _closing_brace(response, position, start)
+    try:
+        closing = _closing_brace(response, position, start)
+    except _TooManyBraces:
+        return False
     return closing is None or start - closing - 1 >= _BOX_GAP
 
 
@@ -136,7 +133,7 @@ def _closing_brace(text: str, opening: int, end: int) -> int | None:
     """The `}` matching the `{` at `opening`, before `end`; None when there is none.
 
     Every search starts where the last one ended, so the walk is linear.
-    Raises `_TooManyBraces` past `_MAX_BRACES` braces: the caller declines.
+    Raises `_TooManyBraces` past `_MAX_BRACES` braces.
     """
     depth, position = 1, opening + 1
     close = text.find("}", position, end)
