@@ -50,4 +50,3 @@ def configure(level: str) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
-    logging.getLogger("math_verify").setLevel(logging.ERROR)

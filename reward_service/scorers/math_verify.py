@@ -15,8 +15,11 @@ Extraction config, and why:
 * `verify(gold, answer)` in that order: the comparison is not symmetric.
 
 math_verify's own timeouts (`signal.alarm`, whole seconds) stay on: workers
-run this on their main thread. It reports a timeout only by logging, so a
-log handler turns that into the `timeout` status.
+run this on their main thread. `parse` and `verify` are called with
+`raise_on_error=True`, so a timeout arrives as math_verify's
+`TimeoutException` and becomes the `timeout` status, whatever the logging
+configuration or start method; other errors keep math_verify's default
+meaning (nothing parsed, not equal).
 
 Speed, with the verdict unchanged (see `math_verify_answer` for the proof):
 
@@ -37,7 +40,7 @@ Speed, with the verdict unchanged (see `math_verify_answer` for the proof):
 
 from __future__ import annotations
 
-import logging
+import itertools
 import re
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
@@ -57,18 +60,6 @@ _CACHEABLE_CHARS = 2000
 
 _PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
 """Gold texts that cannot hold an extraction anchor, so their box alone decides."""
-
-
-class _TimeoutFlag(logging.Handler):
-    """Notices math_verify's 'Timeout during ...' warnings."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.fired = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if record.getMessage().startswith("Timeout"):
-            self.fired = True
 
 
 class _BoundedCache(Generic[K, V]):
@@ -157,8 +148,8 @@ class MathVerifyScorer(Scorer):
         self._read_answer = timeout(self.limits.timeout_s)(self._read_answer_untimed)
         self._answer_config = (math_verify_answer.ANSWER_LATEX, math_verify_answer.ANSWER_EXPR)
         self._gold_config = (LatexExtractionConfig(), ExprExtractionConfig())
-        self._timeouts = _TimeoutFlag()
-        logging.getLogger("math_verify").addHandler(self._timeouts)
+        self._timed_out = False
+        """Whether math_verify timed out during the answer being graded."""
         self._golds: _BoundedCache[str, _Gold] = _BoundedCache(self.limits.cache_size)
         self._verdicts: _BoundedCache[tuple[tuple[str, ...], str], _Verdict] = _BoundedCache(
             self.limits.cache_size
@@ -177,7 +168,7 @@ class MathVerifyScorer(Scorer):
         texts = gold_texts(label)
         if isinstance(texts, str):
             return Score.error(texts)
-        self._timeouts.fired = False
+        self._timed_out = False
         golds = [self._gold(text) for text in texts]
         gold = [parsed for entry in golds for parsed in entry.parsed]
         if not gold:
@@ -185,7 +176,7 @@ class MathVerifyScorer(Scorer):
         try:
             found = self._read_answer(response)
         except self._timeout_error:
-            return self._timed_out(path="region")
+            return self._timed_out_score(path="region")
         if found is None:
             return self._grade_full(gold, response)
         content, latex = found
@@ -203,17 +194,8 @@ class MathVerifyScorer(Scorer):
             self.stats.gold_hits += 1
             return entry
         self.stats.gold_misses += 1
-        entry = self._read_plain_gold(text) or _Gold(
-            list(
-                self._parse(
-                    boxed(text),
-                    self._gold_config,
-                    extraction_mode="first_match",
-                    parsing_timeout=self.limits.timeout_s,
-                )
-            )
-        )
-        if not self._timeouts.fired and len(text) <= _CACHEABLE_CHARS:
+        entry = self._read_plain_gold(text) or _Gold(self._parsed(boxed(text), self._gold_config))
+        if not self._timed_out and len(text) <= _CACHEABLE_CHARS:
             self._golds.put(text, entry)
         return entry
 
@@ -257,48 +239,76 @@ class MathVerifyScorer(Scorer):
         else:
             self.stats.region += 1
             path = "region"
-            answer = self._parse(
-                self._answer.region(content),
-                self._answer_config,
-                extraction_mode="first_match",
-                parsing_timeout=self.limits.timeout_s,
-            )
+            answer = self._parsed(self._answer.region(content), self._answer_config)
         if not answer:
             return self._unreadable("no answer found", reward_if_read=True, path=path)
-        correct = bool(self._verify(gold, answer, timeout_seconds=self.limits.timeout_s))
+        correct = self._equal(gold, answer)
         return self._settle(key, correct, path)
 
     def _settle(self, key: tuple[tuple[str, ...], str], correct: bool, path: str) -> Score:
         """The verdict on a region answer, cached unless a timeout may have caused it."""
         latex = key[1]
-        if not correct and self._timeouts.fired:
-            return self._timed_out(pred=latex[:200], path=path)
+        if not correct and self._timed_out:
+            return self._timed_out_score(pred=latex[:200], path=path)
         if sum(map(len, key[0])) + len(latex) <= _CACHEABLE_CHARS:
             self._verdicts.put(key, _Verdict(correct, path))
         return Score.verdict(correct, pred=latex[:200], path=path, cache="miss")
 
     def _grade_full(self, gold: list[Any], response: str) -> Score:
         self.stats.full += 1
-        answer = self._parse(
-            response,
-            self._answer_config,
-            extraction_mode="first_match",
-            parsing_timeout=self.limits.timeout_s,
-        )
+        answer = self._parsed(response, self._answer_config)
         if not answer:
             return self._unreadable("no answer found", reward_if_read=True, path="full")
-        correct = self._verify(gold, answer, timeout_seconds=self.limits.timeout_s)
+        correct = self._equal(gold, answer)
         pred = str(answer[-1])[:200]
-        if not correct and self._timeouts.fired:
-            return self._timed_out(pred=pred, path="full")
+        if not correct and self._timed_out:
+            return self._timed_out_score(pred=pred, path="full")
         return Score.verdict(bool(correct), pred=pred, path="full")
 
-    def _timed_out(self, **details: JSON) -> Score:
+    def _parsed(self, text: str, config: tuple[Any, ...]) -> list[Any]:
+        """math_verify's `parse(text)`, first match; a timeout is noted and parses to nothing."""
+        try:
+            return list(
+                self._parse(
+                    text,
+                    config,
+                    extraction_mode="first_match",
+                    parsing_timeout=self.limits.timeout_s,
+                    raise_on_error=True,
+                )
+            )
+        except self._timeout_error:
+            self._timed_out = True
+        except Exception as exc:  # math_verify's default: what fails to parse parses to nothing
+            _reraise_thread_misuse(exc)
+        return []
+
+    def _equal(self, gold: list[Any], answer: list[Any]) -> bool:
+        """math_verify's `verify(gold, answer)`, pair by pair, so a timeout is noted, not logged."""
+        for expected, found in itertools.product(gold, answer):
+            try:
+                if self._verify(
+                    expected, found, timeout_seconds=self.limits.timeout_s, raise_on_error=True
+                ):
+                    return True
+            except self._timeout_error:
+                self._timed_out = True
+            except Exception as exc:  # math_verify's default: a pair that fails is not equal
+                _reraise_thread_misuse(exc)
+        return False
+
+    def _timed_out_score(self, **details: JSON) -> Score:
         return Score(0.0, Status.TIMEOUT, {"reason": "math_verify timed out", **details})
 
     def _unreadable(self, reason: str, reward_if_read: bool = False, **details: JSON) -> Score:
-        if self._timeouts.fired:
-            return self._timed_out(**details)
+        if self._timed_out:
+            return self._timed_out_score(**details)
         if reward_if_read:
             return Score.no_answer(reason, **details)
         return Score.error(reason, **details)
+
+
+def _reraise_thread_misuse(exc: Exception) -> None:
+    """math_verify's signal timeouts need the main thread; off it, failing loudly beats 0.0."""
+    if isinstance(exc, ValueError) and "threaded environment" in str(exc):
+        raise exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from reward_service.scorers.base import JSON, GradingLimits, Status
@@ -114,3 +116,24 @@ def test_details_carry_the_extracted_answer(scorer: MathVerifyScorer) -> None:
     assert scorer.score(None, "so \\boxed{\\dfrac{1}{2}}", "1/2", {}).details["pred"] == (
         "\\frac{1}{2}"
     )
+
+
+@pytest.mark.parametrize("shape", ["so \\boxed{%s}", "The final answer is $%s$"])
+def test_timeouts_are_seen_whatever_the_logging_config(shape: str) -> None:
+    """A parse past math_verify's timeout is status `timeout` even with logging switched off."""
+    logging.disable(logging.CRITICAL)
+    try:
+        scorer = MathVerifyScorer(GradingLimits(timeout_s=1))
+        score = scorer.score(None, shape % ("(" * 40 + "x" + ")" * 40), "1", {})
+    finally:
+        logging.disable(logging.NOTSET)
+    assert (score.reward, score.status) == (0.0, Status.TIMEOUT)
+
+
+def test_a_timed_out_answer_is_not_cached_as_wrong() -> None:
+    """After a timeout, the next answer of the same label is graded afresh and right."""
+    scorer = MathVerifyScorer(GradingLimits(timeout_s=1))
+    assert scorer.score(None, "\\boxed{" + "(" * 40 + "1" + ")" * 40 + "}", "1", {}).status == (
+        Status.TIMEOUT
+    )
+    assert scorer.score(None, "\\boxed{1}", "1", {}).status == Status.OK
