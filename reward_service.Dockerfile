@@ -2,17 +2,20 @@
 #
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
-# With the reward-model extra (pulls torch; pass a CPU-only wheel index to keep CUDA out):
+# With the reward-model extra (pulls torch; the CPU-only wheel index keeps CUDA out:
+# its `+cpu` builds rank above PyPI's CUDA ones of the same version):
 #   docker build -f reward_service.Dockerfile --build-arg EXTRAS=rm \
-#     --build-arg PIP_EXTRA_INDEX_URL=<CPU-only torch wheel index> -t reward-service:0.1.0-rm .
+#     --build-arg EXTRAS_INDEX_URL=https://download.pytorch.org/whl/cpu -t reward-service:0.1.0-rm .
 #
 # The base image is pinned by tag. To pin it by digest as well, resolve the digest
 # (`docker buildx imagetools inspect python:3.12.11-slim-bookworm`) and build with
 #   --build-arg PYTHON_IMAGE=python:3.12.11-slim-bookworm@sha256:<digest>
 #
+# Dependencies come from requirements.lock (exact versions, hash-checked; refresh
+# it with scripts/lock), the service's wheel after them without dependencies.
 # tests/deploy/test_image_install.py performs the same install steps (build the
-# wheel, install it into a fresh virtual environment, serve, grade one sample):
-# change both together.
+# wheel, install the lock and the wheel into a fresh virtual environment, serve,
+# grade one sample): change both together.
 
 ARG PYTHON_IMAGE=python:3.12.11-slim-bookworm
 
@@ -20,14 +23,16 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY reward_service ./reward_service
-RUN python -m pip wheel --no-deps --wheel-dir /dist .
+RUN python -m pip wheel --no-deps --wheel-dir /dist . && cp requirements.lock /dist/
 
 FROM ${PYTHON_IMAGE} AS runtime
 # Extras of reward-service to install, comma-separated (e.g. "rm"). Empty: none,
 # so the default image has no torch and no CUDA.
 ARG EXTRAS=""
+# A wheel index consulted besides PyPI for the extras only (see the top).
+ARG EXTRAS_INDEX_URL=""
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="reward-service" \
@@ -44,11 +49,17 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/tmp
 
 # The venv gets no pip of its own: the base image's pip installs into it, so the
-# final environment holds the service and its dependencies only.
+# final environment holds the service and its dependencies only. The lock pins and
+# hash-checks every dependency; extras (not in the lock) resolve on top of it.
 RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     python -m venv --without-pip /opt/venv \
     && wheel="$(find /dist -name 'reward_service-*.whl')" \
-    && python -m pip --python /opt/venv/bin/python install "${wheel}${EXTRAS:+[${EXTRAS}]}" \
+    && python -m pip --python /opt/venv/bin/python install --require-hashes -r /dist/requirements.lock \
+    && python -m pip --python /opt/venv/bin/python install --no-deps "${wheel}" \
+    && if [ -n "${EXTRAS}" ]; then \
+         python -m pip --python /opt/venv/bin/python install \
+           ${EXTRAS_INDEX_URL:+--extra-index-url "${EXTRAS_INDEX_URL}"} "${wheel}[${EXTRAS}]"; \
+       fi \
     && groupadd --system --gid 10001 reward \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
        --shell /usr/sbin/nologin reward

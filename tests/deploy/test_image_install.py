@@ -1,9 +1,10 @@
 """The image's install steps, performed outside Docker so the recipe cannot rot.
 
 Mirrors reward_service.Dockerfile: copy the build context, build the wheel with
-no dependencies, install it into a fresh pip-less virtual environment with the
-outer pip, start `reward-service serve`, wait for /readyz, grade one sample.
-Change both together.
+no dependencies, install requirements.lock (hash-checked) and then the wheel
+without dependencies into a fresh pip-less virtual environment with the outer
+pip, start `reward-service serve`, wait for /readyz, grade one sample, stop it
+with SIGTERM and insist on exit status 0. Change both together.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 
 from .rendering import ROOT
 
-CONTEXT = ("pyproject.toml", "README.md", "reward_service")
+CONTEXT = ("pyproject.toml", "README.md", "requirements.lock", "reward_service")
 READY_TIMEOUT_S = 90.0
 EXIT_TIMEOUT_S = 60.0
 SAMPLE = {"prompt": "q", "response": "so \\boxed{2}", "label": "2"}
@@ -59,7 +60,9 @@ def _installed_venv(tmp_path: Path) -> Path:
     [wheel] = dist.glob("reward_service-*.whl")
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
-    _run(sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", wheel)
+    pip = (sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install")
+    _run(*pip, "--require-hashes", "-r", context / "requirements.lock")
+    _run(*pip, "--no-deps", wheel)
     return venv
 
 
@@ -94,9 +97,10 @@ def served(tmp_path: Path) -> Iterator[str]:
                 time.sleep(0.5)
             yield base
             server.send_signal(signal.SIGTERM)
-            # uvicorn re-raises SIGTERM once its graceful shutdown is done.
+            # A completed drain is a clean exit: Kubernetes and systemd read a
+            # death by signal as a failed shutdown.
             returncode = server.wait(timeout=EXIT_TIMEOUT_S)
-            assert returncode in (0, -signal.SIGTERM), log_path.read_text()[-3000:]
+            assert returncode == 0, log_path.read_text()[-3000:]
         finally:
             if server.poll() is None:
                 server.kill()
@@ -106,7 +110,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_installed_wheel_serves_and_grades(served: str) -> None:
-    """A wheel installed as the image installs it serves /score and grades a right answer 1.0."""
+    """Installed as the image installs it, the service grades a right answer 1.0 and exits 0."""
     request = urllib.request.Request(
         f"{served}/score",
         data=json.dumps(SAMPLE).encode(),
