@@ -56,9 +56,13 @@ def load_thresholds(path: Path = THRESHOLDS) -> dict[str, Any]:
 
 
 def run_locust(
-    host: str, run: dict[str, Any], results: Path = RESULTS, extra_args: tuple[str, ...] = ()
+    host: str, run: dict[str, Any], results: Path, extra_args: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    """Run locust headless against `host`, bounded by `run`; write CSV, HTML and log."""
+    """Run locust headless against `host`, bounded by `run`; write CSV, HTML and log to `results`.
+
+    `results` has no default, so a test cannot write into the repository by omission;
+    locust runs in it, so nothing it leaves behind lands anywhere else.
+    """
     results.mkdir(parents=True, exist_ok=True)
     cmd = [
         sys.executable,
@@ -88,13 +92,13 @@ def run_locust(
     ]
     hard_timeout_s = run["run_time_s"] + run["stop_timeout_s"] + 60
     completed = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=hard_timeout_s, cwd=ROOT, check=False
+        cmd, capture_output=True, text=True, timeout=hard_timeout_s, cwd=results, check=False
     )
     (results / f"{_PREFIX}.log").write_text(completed.stdout + completed.stderr)
     return completed
 
 
-def read_stats(results: Path = RESULTS) -> LoadStats:
+def read_stats(results: Path) -> LoadStats:
     """The `Aggregated` row of the stats CSV and the wrong rewards of the failures CSV."""
     with (results / f"{_PREFIX}_stats.csv").open(newline="") as handle:
         [total] = [row for row in csv.DictReader(handle) if row["Name"] == "Aggregated"]
@@ -146,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", help="base URL of a running service; default: start one")
     parser.add_argument("--users", type=int)
     parser.add_argument("--run-time-s", type=int)
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help="report directory (results/loadtest/)"
+    )
     args = parser.parse_args(argv)
     thresholds = load_thresholds()
     run = dict(thresholds["run"])

@@ -12,15 +12,15 @@ from reward_service.testing import Reply, StandIn, live_server
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_rollout_and_evaluation_load_holds_the_thresholds() -> None:
+def test_rollout_and_evaluation_load_holds_the_thresholds(tmp_path: Path) -> None:
     """64 SLIME-like users for 60 s: no failure, no wrong reward, p99 and volume in bounds."""
     thresholds = load_thresholds()
     run = thresholds["run"]
     with live_server(workers=run["workers"]) as server:
-        completed = run_locust(server.url, run)
+        completed = run_locust(server.url, run, results=tmp_path)
     print(summary(completed))
     assert completed.returncode == 0, completed.stderr[-2000:]
-    assert violations(read_stats(), thresholds["limits"]) == []
+    assert violations(read_stats(tmp_path), thresholds["limits"]) == []
 
 
 @pytest.mark.slow
