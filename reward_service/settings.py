@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_service.cpus import available_cpus
@@ -67,7 +67,12 @@ class Settings(BaseSettings):
         30.0, ge=0, description="On SIGTERM, time allowed to answer requests already received."
     )
     api_token: SecretStr | None = Field(
-        None, description="If set, scoring needs 'Authorization: Bearer <token>' or /t/<token>/."
+        None,
+        description="If set, scoring needs 'Authorization: Bearer <token>' or /t/<token>/; "
+        "set but blank stops start-up.",
+    )
+    require_api_token: bool = Field(
+        False, description="Refuse to start without an api_token (the Kubernetes manifests set it)."
     )
     metrics_need_token: bool = Field(False, description="Protect /metrics with the API token too.")
     connection_max_requests: int = Field(
@@ -108,6 +113,29 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"grader_timeout_s ({self.grader_timeout_s}) must be below deadline_s "
                 f"({self.deadline_s}): the inner timeout must fire before the worker is killed"
+            )
+        return self
+
+    @field_validator("api_token")
+    @classmethod
+    def _token_is_not_blank(cls, token: SecretStr | None) -> SecretStr | None:
+        # Blank must not mean "auth off": an empty Secret would silently open the service.
+        if token is None:
+            return None
+        value = token.get_secret_value().strip()
+        if not value:
+            raise ValueError(
+                "REWARD_API_TOKEN is set but blank: set a token, or unset the variable "
+                "to serve without auth"
+            )
+        return SecretStr(value)
+
+    @model_validator(mode="after")
+    def _required_token_is_set(self) -> Settings:
+        if self.require_api_token and self.api_token is None:
+            raise ValueError(
+                "REWARD_REQUIRE_API_TOKEN is true but REWARD_API_TOKEN is not set: refusing "
+                "to serve without auth (set the token, or REWARD_REQUIRE_API_TOKEN=false)"
             )
         return self
 

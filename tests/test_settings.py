@@ -57,3 +57,34 @@ def test_unlimited_quota_uses_affinity(tmp_path: Path) -> None:
     import os
 
     assert available_cpus(_cgroup(tmp_path, "max 100000\n")) == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n"])
+def test_blank_api_token_stops_start_up(monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
+    """A token that is set but blank is refused, never read as "auth off"."""
+    monkeypatch.setenv("REWARD_API_TOKEN", blank)
+    with pytest.raises(pydantic.ValidationError, match="REWARD_API_TOKEN is set but blank"):
+        Settings()
+
+
+def test_required_token_that_is_missing_stops_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With REWARD_REQUIRE_API_TOKEN=true and no token, the settings do not validate."""
+    monkeypatch.delenv("REWARD_API_TOKEN", raising=False)
+    monkeypatch.setenv("REWARD_REQUIRE_API_TOKEN", "true")
+    with pytest.raises(pydantic.ValidationError, match="REWARD_REQUIRE_API_TOKEN is true"):
+        Settings()
+
+
+def test_token_from_a_file_loses_its_newline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token with surrounding whitespace (a Secret made from a file) is the token alone."""
+    monkeypatch.setenv("REWARD_API_TOKEN", "s3cret\n")
+    monkeypatch.setenv("REWARD_REQUIRE_API_TOKEN", "true")
+    token = Settings().api_token
+    assert token is not None and token.get_secret_value() == "s3cret"
+
+
+def test_no_token_and_none_required_serves_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a token and without the requirement, auth is off, as for a local run."""
+    monkeypatch.delenv("REWARD_API_TOKEN", raising=False)
+    monkeypatch.delenv("REWARD_REQUIRE_API_TOKEN", raising=False)
+    assert Settings().api_token is None

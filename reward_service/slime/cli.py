@@ -38,7 +38,8 @@ def _config(args: argparse.Namespace) -> LaunchConfig:
 
 
 def _command(args: argparse.Namespace) -> list[str]:
-    command: list[str] = args.command
+    # Not `args.command`: the main CLI keeps the sub-command's name there.
+    command: list[str] = args.remainder
     return command[1:] if command[:1] == ["--"] else command
 
 
@@ -121,10 +122,13 @@ def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 def _location_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
-    group = options.add_argument_group("where the reward service is (default: SLIME_REWARD_*)")
+    group = options.add_argument_group(
+        "where the reward service is (default: SLIME_REWARD_*; its API token only from "
+        "SLIME_REWARD_TOKEN, never a flag, which ps would show)"
+    )
     group.add_argument("--url", help="full scoring URL; overrides the four options below")
     group.add_argument("--service", help="Kubernetes Service name (slime-reward)")
-    group.add_argument("--namespace", help="its namespace (default: this pod's)")
+    group.add_argument("--namespace", help="its namespace (reward-service)")
     group.add_argument("--port", type=int, help="its port (8000)")
     group.add_argument("--scorer", help="scorer name: posts go to /score/<scorer>")
     group.add_argument(
@@ -176,7 +180,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "SLIME_REWARD_PREFLIGHT=0.",
     )
     launch.add_argument("--skip-preflight", action="store_true", help="exec without checking")
-    launch.add_argument("command", nargs=argparse.REMAINDER, help="-- train command and args")
+    launch.add_argument(
+        "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- train command and args"
+    )
     launch.set_defaults(run=_guarded(_launch))
 
     job = commands.add_parser(
@@ -198,5 +204,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     job.add_argument("--submission-id", help="job id to use (default: Ray picks one)")
     job.add_argument("--wait", action="store_true", help="follow the logs; fail if the job fails")
     job.add_argument("--dry-run", action="store_true", help="print the job, do not submit")
-    job.add_argument("command", nargs=argparse.REMAINDER, help="-- entrypoint argv")
+    job.add_argument(
+        "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- entrypoint argv"
+    )
     job.set_defaults(run=_guarded(_submit))

@@ -7,9 +7,10 @@ nowhere else:
 
     SLIME_REWARD_URL        full scoring URL; wins over the four below
     SLIME_REWARD_SERVICE    Kubernetes Service name           (slime-reward)
-    SLIME_REWARD_NAMESPACE  its namespace (default: this pod's, else "default")
+    SLIME_REWARD_NAMESPACE  its namespace                      (reward-service)
     SLIME_REWARD_PORT       its port                           (8000)
     SLIME_REWARD_SCORER     scorer name, appended as /score/<scorer>
+    SLIME_REWARD_TOKEN      the service's API token, sent as /t/<token>/score
     SLIME_REWARD_DETAIL     1: ask for the detail object, SLIME reads it with
                             --reward-key reward                (0)
     SLIME_REWARD_WAIT_S     preflight: how long to wait for /readyz (600)
@@ -17,19 +18,29 @@ nowhere else:
     SLIME_REWARD_ATTEMPTS   batch adapter: attempts per request (8)
     SLIME_REWARD_TIMEOUT_S  batch adapter: seconds per attempt  (120)
 
+The defaults are where the manifests in `kubernetes/` put the service: Service
+`slime-reward` in namespace `reward-service`, reachable from the namespaces
+labelled `reward-service/client=true` (tests/deploy/test_namespace.py holds the
+manifests, these defaults and the docs to one story).
+
 `secrets_from_env` reads the variables named by `slime submit --secret-env`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from reward_service.errors import RewardServiceError
 
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+SERVICE = "slime-reward"
+SERVICE_NAMESPACE = "reward-service"
+CLIENT_NAMESPACE_LABEL = "reward-service/client"
+"""Namespaces with this label set to "true" may reach the service (its NetworkPolicy)."""
+
+_URL_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -64,13 +75,15 @@ def _number(environ: Mapping[str, str], name: str, default: float, *, minimum: f
     return value
 
 
-def _own_namespace(environ: Mapping[str, str], namespace_file: Path) -> str:
-    if environ.get("POD_NAMESPACE"):
-        return environ["POD_NAMESPACE"]
-    try:
-        return namespace_file.read_text().strip() or "default"
-    except OSError:
-        return "default"
+def _token(environ: Mapping[str, str]) -> str | None:
+    token = environ.get("SLIME_REWARD_TOKEN", "").strip()
+    if token and not _URL_SAFE.fullmatch(token):
+        # The value is never echoed: it is a secret.
+        raise ConfigError(
+            "SLIME_REWARD_TOKEN: it travels in the URL path, so only letters, digits and "
+            "'.', '_', '~', '-' may appear in it (e.g. openssl rand -hex 32)"
+        )
+    return token or None
 
 
 @dataclass(frozen=True)
@@ -78,9 +91,10 @@ class LaunchConfig:
     """Where the reward service is and how the launcher talks to it."""
 
     url: str | None = None
-    service: str = "slime-reward"
-    namespace: str = "default"
+    service: str = SERVICE
+    namespace: str = SERVICE_NAMESPACE
     port: int = 8000
+    token: str | None = field(default=None, repr=False)
     scorer: str | None = None
     detail: bool = False
     wait_s: float = 600.0
@@ -89,11 +103,7 @@ class LaunchConfig:
     timeout_s: float = 120.0
 
     @classmethod
-    def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        namespace_file: Path = SERVICE_ACCOUNT_NAMESPACE,
-    ) -> LaunchConfig:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> LaunchConfig:
         """Read every `SLIME_REWARD_*` variable; raise `ConfigError` on a bad value."""
         env = os.environ if environ is None else environ
         port = _number(env, "SLIME_REWARD_PORT", 8000, minimum=1)
@@ -102,9 +112,10 @@ class LaunchConfig:
         attempts = _number(env, "SLIME_REWARD_ATTEMPTS", 8, minimum=1)
         return cls(
             url=env.get("SLIME_REWARD_URL") or None,
-            service=env.get("SLIME_REWARD_SERVICE") or "slime-reward",
-            namespace=env.get("SLIME_REWARD_NAMESPACE") or _own_namespace(env, namespace_file),
+            service=env.get("SLIME_REWARD_SERVICE") or SERVICE,
+            namespace=env.get("SLIME_REWARD_NAMESPACE") or SERVICE_NAMESPACE,
             port=int(port),
+            token=_token(env),
             scorer=env.get("SLIME_REWARD_SCORER") or None,
             detail=_flag(env, "SLIME_REWARD_DETAIL", False),
             wait_s=_number(env, "SLIME_REWARD_WAIT_S", 600.0, minimum=0),

@@ -3,9 +3,10 @@
 Three steps, each failing with a `PreflightError` whose message says what is
 wrong and gives a `curl` line to check it by hand:
 
-1. the URL's host resolves (a typo in the Service name or namespace fails here,
-   at once, rather than after the whole wait);
-2. `/readyz` answers 200 within a bounded wait, with progress lines meanwhile;
+1. the URL's host resolves (a wrong Service name or namespace fails here, at
+   once: a name that does not resolve will not start resolving during the wait);
+2. `/readyz` answers 200 within a bounded wait, with progress lines meanwhile
+   (a Service that exists but has no ready pod yet is worth waiting for);
 3. a known-correct and a known-wrong answer, posted exactly as SLIME posts them
    to the exact URL SLIME will use, are graded 1 and 0.
 """
@@ -26,7 +27,8 @@ import httpx
 
 from reward_service.errors import RewardServiceError
 from reward_service.redaction import redact
-from reward_service.slime.urls import readyz_url
+from reward_service.slime.config import CLIENT_NAMESPACE_LABEL, SERVICE, SERVICE_NAMESPACE
+from reward_service.slime.urls import CLUSTER_DOMAIN, readyz_url
 
 Say = Callable[[str], None]
 
@@ -74,6 +76,16 @@ def curl_line(url: str, body: Mapping[str, Any] | None = None) -> str:
     return shlex.join(["curl", "-sS", "-i", "-X", "POST", "-H", header, "-d", data, redact(url)])
 
 
+def _in_cluster(url: str) -> tuple[str, str] | None:
+    """(Service, namespace) if the URL's host is a Service's cluster DNS name, else None."""
+    host = urlsplit(url).hostname or ""
+    for suffix in ("." + CLUSTER_DOMAIN, ".svc"):
+        labels = host.removesuffix(suffix).split(".") if host.endswith(suffix) else []
+        if len(labels) == 2:
+            return labels[0], labels[1]
+    return None
+
+
 def check_resolves(url: str) -> None:
     """Fail at once if the URL's host has no address (wrong Service name or namespace)."""
     parts = urlsplit(url)
@@ -82,10 +94,16 @@ def check_resolves(url: str) -> None:
     try:
         socket.getaddrinfo(parts.hostname, parts.port or 80, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
+        found = _in_cluster(url)
+        where = f": no Service {found[0]!r} in namespace {found[1]!r}" if found else ""
+        service = found[0] if found else SERVICE
         raise PreflightError(
-            f"cannot resolve {parts.hostname!r} ({exc}).\n"
-            "  In Kubernetes the name is <service>.<namespace>.svc.cluster.local: check both with\n"
-            "  kubectl get service --all-namespaces | grep <service>"
+            f"cannot resolve {parts.hostname!r} ({exc}){where}.\n"
+            f"  The manifests in kubernetes/ deploy Service {SERVICE!r} into namespace "
+            f"{SERVICE_NAMESPACE!r}, the launcher's default.\n"
+            f"  Find yours: kubectl get service --all-namespaces | grep {service}\n"
+            "  then set SLIME_REWARD_NAMESPACE (--namespace) and SLIME_REWARD_SERVICE "
+            "(--service), or the whole URL: SLIME_REWARD_URL (--url)."
         ) from None
 
 
@@ -108,10 +126,14 @@ def wait_ready(
             state = f"HTTP {answer.status_code} (warming up, draining or unhealthy)"
         elapsed = time.monotonic() - start
         if elapsed >= wait_s:
+            service, namespace = _in_cluster(url) or ("<service>", "<namespace>")
             raise PreflightError(
                 f"reward service not ready after {wait_s:g}s: {redact(probe_url)} is {state}.\n"
                 f"  check by hand: {curl_line(probe_url)}\n"
-                "  in Kubernetes: kubectl get pods,endpoints -n <namespace> | grep <service>"
+                f"  in Kubernetes: kubectl -n {namespace} get pods,endpoints | grep {service}\n"
+                "  a connection that times out is often the service's NetworkPolicy: it admits "
+                f"namespaces labelled {CLIENT_NAMESPACE_LABEL}=true\n"
+                f"  (kubectl label namespace <this job's namespace> {CLIENT_NAMESPACE_LABEL}=true)"
             )
         if last_said is None or last_said[0] != state or elapsed >= last_said[1] + _PROGRESS_S:
             say(f"preflight: waiting for {redact(probe_url)}: {state}; {elapsed:.0f}s/{wait_s:g}s")
@@ -143,6 +165,13 @@ def check_probe(client: httpx.Client, url: str, probe: Probe, reward_key: str | 
         raise PreflightError(
             f"posting the {probe.name} sample to {redact(url)} failed: {exc}\n{how}"
         ) from None
+    if answer.status_code == 401:
+        raise PreflightError(
+            f"{redact(url)} answered the {probe.name} sample with HTTP 401: the service "
+            "requires its API token. Set SLIME_REWARD_TOKEN (the URL becomes "
+            "/t/<token>/score), from the Secret slime-reward-token in the service's namespace.\n"
+            f"{how}"
+        )
     if answer.status_code != 200:
         raise PreflightError(
             f"{redact(url)} answered the {probe.name} sample with HTTP {answer.status_code}: "

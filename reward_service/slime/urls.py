@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from reward_service.slime.config import LaunchConfig
+from reward_service.slime.config import ConfigError, LaunchConfig
 
 CLUSTER_DOMAIN = "svc.cluster.local"
 
@@ -17,6 +17,17 @@ def service_url(service: str, namespace: str, port: int, scorer: str | None = No
     """`http://<service>.<namespace>.svc.cluster.local:<port>/score[/<scorer>]`."""
     path = "/score" if not scorer else f"/score/{quote(scorer, safe='')}"
     return f"http://{service}.{namespace}.{CLUSTER_DOMAIN}:{port}{path}"
+
+
+def with_token(url: str, token: str) -> str:
+    """The same URL in the token path form, `/t/<token>/score...`, which SLIME can send."""
+    parts = urlsplit(url)
+    if parts.path != "/score" and not parts.path.startswith("/score/"):
+        raise ConfigError(
+            "SLIME_REWARD_TOKEN is set but the scoring URL's path is not /score[/<scorer>]: "
+            "put the token in the URL yourself (/t/<token>/score) and unset SLIME_REWARD_TOKEN"
+        )
+    return urlunsplit(parts._replace(path=f"/t/{token}{parts.path}"))
 
 
 def with_detail(url: str) -> str:
@@ -28,8 +39,13 @@ def with_detail(url: str) -> str:
 
 
 def resolve_url(config: LaunchConfig) -> str:
-    """The URL SLIME should post to: the explicit one, else the Service's DNS name."""
+    """The URL SLIME should post to: the explicit one, else the Service's DNS name.
+
+    With a token it is in the URL's path; with detail, in its query.
+    """
     url = config.url or service_url(config.service, config.namespace, config.port, config.scorer)
+    if config.token:
+        url = with_token(url, config.token)
     return with_detail(url) if config.detail else url
 
 

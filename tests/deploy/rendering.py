@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import functools
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -51,23 +53,52 @@ class Rendered:
         data: dict[str, str] = self.one("ConfigMap")["data"]
         return data
 
+    def without_env(self) -> Rendered:
+        """The same objects with the container's `env` (its Secret references) removed."""
+        objects = copy.deepcopy(self.objects)
+        rendered = Rendered(f"{self.overlay} without env", objects)
+        rendered.container.pop("env", None)
+        return rendered
+
 
 @functools.cache
 def render(overlay: str) -> Rendered:
     """`kubectl kustomize` of one overlay; skips the test where kubectl is missing."""
+    return render_directory(KUBERNETES / "overlays" / overlay, overlay)
+
+
+def render_directory(directory: Path, name: str) -> Rendered:
+    """`kubectl kustomize` of any kustomization directory, named `name` in messages."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         pytest.skip("kubectl not found on PATH: the Kubernetes manifest checks need it to render")
     proc = subprocess.run(
-        [kubectl, "kustomize", str(KUBERNETES / "overlays" / overlay)],
+        [kubectl, "kustomize", str(directory)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert proc.returncode == 0, f"kubectl kustomize {overlay} failed:\n{proc.stderr}"
+    assert proc.returncode == 0, f"kubectl kustomize {name} failed:\n{proc.stderr}"
     objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
-    return Rendered(overlay, objects)
+    return Rendered(name, objects)
+
+
+def render_with_components(tmp_path: Path, overlay: str, *components: str) -> Rendered:
+    """An overlay with components of `kubernetes/components/` added, as a user would add them."""
+
+    # kustomize refuses absolute paths to other kustomizations: refer to them relatively.
+    def relative(target: Path) -> str:
+        return os.path.relpath(target, tmp_path)
+
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [relative(KUBERNETES / "overlays" / overlay)],
+        "components": [relative(KUBERNETES / "components" / c) for c in components],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return render_directory(tmp_path, f"{overlay}+{'+'.join(components)}")
 
 
 def dockerfile_instructions(text: str) -> Iterator[tuple[str, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reward_service.settings import Settings
+from reward_service.slime.config import CLIENT_NAMESPACE_LABEL
 
 from .rendering import Rendered
 
@@ -49,16 +50,17 @@ def test_disruption_budget_allows_one_and_evicts_unhealthy(rendered: Rendered) -
     assert pdb["spec"]["selector"]["matchLabels"].items() <= _pod_labels(rendered).items()
 
 
-def test_network_policy_admits_training_pods_on_8000_only(rendered: Rendered) -> None:
-    """Ingress reaches port 8000 only, from the training namespace among others named."""
+def test_network_policy_admits_client_namespaces_on_8000_only(rendered: Rendered) -> None:
+    """Ingress reaches port 8000 only: every pod of labelled client namespaces, and monitoring."""
     policy = rendered.one("NetworkPolicy")["spec"]
     assert policy["podSelector"]["matchLabels"].items() <= _pod_labels(rendered).items()
     [rule] = policy["ingress"]
     assert rule["ports"] == [{"port": 8000, "protocol": "TCP"}]
-    namespaces = {
-        p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in rule["from"]
-    }
-    assert "training" in namespaces
+    selectors = [(p["namespaceSelector"]["matchLabels"], p["podSelector"]) for p in rule["from"]]
+    assert selectors == [
+        ({CLIENT_NAMESPACE_LABEL: "true"}, {}),
+        ({"kubernetes.io/metadata.name": "monitoring"}, {}),
+    ]
 
 
 def test_network_policy_egress_is_dns_only(rendered: Rendered) -> None:

@@ -1,14 +1,19 @@
-"""The pod the Deployment runs: probes, settings, shutdown, security context."""
+"""The pod the Deployment runs: probes, settings, auth, shutdown, security context."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pydantic
 import pytest
 
 from reward_service.settings import Settings
 
-from .rendering import Manifest, Rendered
+from .rendering import Manifest, Rendered, render_with_components
 
 PROBES = {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/livez"}
+TOKEN_SECRET = "slime-reward-token/token"
 
 
 def _app_paths() -> set[str]:
@@ -79,11 +84,44 @@ def test_every_reward_variable_is_a_setting(rendered: Rendered) -> None:
     assert reward_names and not unknown, f"{rendered.overlay}: not settings: {sorted(unknown)}"
 
 
-def test_config_validates_as_settings(rendered: Rendered, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ConfigMap's values pass the service's own start-up validation."""
+def _set_pod_environment(
+    rendered: Rendered, monkeypatch: pytest.MonkeyPatch, secrets: dict[str, str]
+) -> None:
+    """The environment the container starts with, Secrets read from `secrets`."""
+    for name in [n for n in os.environ if n.startswith("REWARD_")]:
+        monkeypatch.delenv(name)
     for name, value in rendered.config.items():
         monkeypatch.setenv(name, value)
-    Settings()
+    for variable in rendered.container.get("env", []):
+        ref = variable["valueFrom"]["secretKeyRef"]
+        key = f"{ref['name']}/{ref['key']}"
+        assert key in secrets, f"{rendered.overlay}: the pod reads Secret {key}"
+        monkeypatch.setenv(variable["name"], secrets[key])
+
+
+def test_config_validates_as_settings(rendered: Rendered, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ConfigMap's values, with the token Secret in place, pass start-up validation."""
+    _set_pod_environment(rendered, monkeypatch, {TOKEN_SECRET: "s3cret"})
+    assert Settings().api_token is not None
+
+
+@pytest.mark.parametrize("token", ["", "\n"])
+def test_empty_token_secret_stops_the_service(
+    rendered: Rendered, monkeypatch: pytest.MonkeyPatch, token: str
+) -> None:
+    """A token Secret that exists but is empty stops start-up instead of serving open."""
+    _set_pod_environment(rendered, monkeypatch, {TOKEN_SECRET: token})
+    with pytest.raises(pydantic.ValidationError, match="REWARD_API_TOKEN is set but blank"):
+        Settings()
+
+
+def test_config_without_the_token_stops_the_service(
+    rendered: Rendered, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ConfigMap alone (the token reference patched away) does not validate: auth is on."""
+    _set_pod_environment(rendered.without_env(), monkeypatch, {})
+    with pytest.raises(pydantic.ValidationError, match="REWARD_REQUIRE_API_TOKEN is true"):
+        Settings()
 
 
 def test_pod_reads_the_config_map(rendered: Rendered) -> None:
@@ -92,11 +130,25 @@ def test_pod_reads_the_config_map(rendered: Rendered) -> None:
     assert refs == [rendered.one("ConfigMap")["metadata"]["name"]]
 
 
-def test_api_token_comes_from_an_optional_secret(rendered: Rendered) -> None:
-    """REWARD_API_TOKEN comes from a Secret the pod starts without."""
+def test_api_token_comes_from_a_required_secret(rendered: Rendered) -> None:
+    """REWARD_API_TOKEN comes from a Secret the pod cannot start without, and auth is required."""
     token = [e for e in rendered.container["env"] if e["name"] == "REWARD_API_TOKEN"]
     assert len(token) == 1
-    assert token[0]["valueFrom"]["secretKeyRef"]["optional"] is True
+    ref = token[0]["valueFrom"]["secretKeyRef"]
+    assert f"{ref['name']}/{ref['key']}" == TOKEN_SECRET
+    assert ref.get("optional", False) is False
+    assert rendered.config["REWARD_REQUIRE_API_TOKEN"] == "true"
+
+
+def test_no_auth_component_serves_without_a_secret(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With components/no-auth the pod reads no Secret and its settings validate without one."""
+    open_service = render_with_components(tmp_path, "generic", "no-auth")
+    assert not open_service.container.get("env")
+    assert open_service.config["REWARD_REQUIRE_API_TOKEN"] == "false"
+    _set_pod_environment(open_service, monkeypatch, {})
+    assert Settings().api_token is None
 
 
 def test_service_links_are_off(rendered: Rendered) -> None:

@@ -1,13 +1,16 @@
-"""With an API token set, scoring needs it; health probes stay open."""
+"""With an API token set, scoring needs it; health probes stay open; auth never fails open."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from reward_service.testing import LiveServer, live_server
+from reward_service.testing import LiveServer, free_port, live_server
 
 TOKEN = "s3cret-token"
 BODY = {"response": "\\boxed{2}", "label": 2}
@@ -48,3 +51,25 @@ def test_token_path_form_scores(guarded: LiveServer) -> None:
 def test_probes_and_metrics_stay_open(guarded: LiveServer, path: str) -> None:
     """Health probes (and metrics, by default) need no token."""
     assert httpx.get(f"{guarded.url}{path}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"REWARD_REQUIRE_API_TOKEN": "true"}, "REWARD_REQUIRE_API_TOKEN is true"),
+        ({"REWARD_API_TOKEN": ""}, "REWARD_API_TOKEN is set but blank"),
+        ({"REWARD_REQUIRE_API_TOKEN": "true", "REWARD_API_TOKEN": " "}, "set but blank"),
+    ],
+)
+def test_configured_auth_without_a_token_stops_serve(env: dict[str, str], message: str) -> None:
+    """`serve` with auth required but no usable token exits 1 with the reason, serving nothing."""
+    port = free_port()
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("REWARD_")}
+    command = [sys.executable, "-m", "reward_service", "serve", "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--workers", "1"]
+    proc = subprocess.run(
+        command, env={**clean, **env}, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "invalid settings" in proc.stderr and message in proc.stderr
+    assert "starting" not in proc.stderr

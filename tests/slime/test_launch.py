@@ -79,13 +79,23 @@ def _recorded(tmp_path: Path) -> list[str]:
 
 def test_launch_execs_the_command_with_argv_intact(tmp_path: Path) -> None:
     """`slime launch -- cmd args` runs cmd with args byte for byte, then the reward flags."""
-    result = _launch(tmp_path, {"POD_NAMESPACE": "rl"}, "--skip-preflight", "--detail")
+    env = {"SLIME_REWARD_NAMESPACE": "grading"}
+    result = _launch(tmp_path, env, "--skip-preflight", "--detail")
     assert result.returncode == 0, result.stderr
-    url = "http://slime-reward.rl.svc.cluster.local:8000/score?detail=1"
+    url = "http://slime-reward.grading.svc.cluster.local:8000/score?detail=1"
     assert _recorded(tmp_path) == [
         *TRICKY,
         *["--rm-type", "remote_rm", "--rm-url", url, "--reward-key", "reward"],
     ]
+
+
+def test_launch_passes_the_token_in_the_url_and_never_prints_it(tmp_path: Path) -> None:
+    """With SLIME_REWARD_TOKEN, SLIME gets the /t/<token>/ URL; the launcher's own line masks it."""
+    result = _launch(tmp_path, {"SLIME_REWARD_TOKEN": "c0ffee"}, "--skip-preflight")
+    assert result.returncode == 0, result.stderr
+    url = "http://slime-reward.reward-service.svc.cluster.local:8000/t/c0ffee/score"
+    assert _recorded(tmp_path)[-2:] == ["--rm-url", url]
+    assert "c0ffee" not in result.stderr and "/t/***/score" in result.stderr
 
 
 def test_launch_runs_the_preflight_first(tmp_path: Path, reward_url: str) -> None:

@@ -58,6 +58,31 @@ def test_unresolvable_host_fails_at_once() -> None:
     assert time.monotonic() - start < 10
 
 
+def test_unresolvable_service_names_the_namespace_to_set() -> None:
+    """An unresolvable cluster name names the namespace asked, the manifests' one and the fix."""
+    with pytest.raises(PreflightError) as failure:
+        run_preflight("http://slime-reward.default.svc.cluster.local:8000/score", say=print)
+    message = str(failure.value)
+    assert "no Service 'slime-reward' in namespace 'default'" in message
+    assert "into namespace 'reward-service'" in message
+    assert "SLIME_REWARD_NAMESPACE" in message
+
+
+def test_timeout_hint_names_the_network_policy_label(stand_in: StandIn) -> None:
+    """A service never ready leaves a message naming its namespace and the client label."""
+    stand_in.route("/readyz", lambda _: Reply(503))
+    with pytest.raises(PreflightError) as failure:
+        _preflight(f"{stand_in.url}/score", [])
+    assert "reward-service/client=true" in str(failure.value)
+
+
+def test_unauthorized_probe_asks_for_the_token(stand_in: StandIn) -> None:
+    """A 401 on a probe says the service wants its token and which variable carries it."""
+    stand_in.route("/score", lambda _: Reply(401, {"error": "unauthorized"}))
+    with pytest.raises(PreflightError, match=r"requires its API token\. Set SLIME_REWARD_TOKEN"):
+        _preflight(f"{stand_in.url}/score", [])
+
+
 def test_not_ready_fails_naming_the_status(stand_in: StandIn) -> None:
     """/readyz answering 503 throughout stops the launch with that status in the message."""
     stand_in.route("/readyz", lambda _: Reply(503, {"status": "warming"}))

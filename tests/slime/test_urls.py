@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from reward_service.slime.config import ConfigError, LaunchConfig, secrets_from_env
@@ -15,29 +13,42 @@ from reward_service.slime.urls import (
     with_detail,
 )
 
-NO_FILE = Path("/nonexistent/namespace")
-
 
 @pytest.mark.parametrize(
     ("environ", "expected"),
     [
-        ({}, "http://slime-reward.default.svc.cluster.local:8000/score"),
-        ({"POD_NAMESPACE": "rl"}, "http://slime-reward.rl.svc.cluster.local:8000/score"),
+        ({}, "http://slime-reward.reward-service.svc.cluster.local:8000/score"),
         (
-            {"POD_NAMESPACE": "rl", "SLIME_REWARD_NAMESPACE": "grading"},
+            {"POD_NAMESPACE": "training"},
+            "http://slime-reward.reward-service.svc.cluster.local:8000/score",
+        ),
+        (
+            {"SLIME_REWARD_NAMESPACE": "grading"},
             "http://slime-reward.grading.svc.cluster.local:8000/score",
         ),
         (
             {"SLIME_REWARD_SERVICE": "rm", "SLIME_REWARD_PORT": "9000"},
-            "http://rm.default.svc.cluster.local:9000/score",
+            "http://rm.reward-service.svc.cluster.local:9000/score",
         ),
         (
             {"SLIME_REWARD_SCORER": "deepscaler"},
-            "http://slime-reward.default.svc.cluster.local:8000/score/deepscaler",
+            "http://slime-reward.reward-service.svc.cluster.local:8000/score/deepscaler",
         ),
         (
             {"SLIME_REWARD_DETAIL": "1"},
-            "http://slime-reward.default.svc.cluster.local:8000/score?detail=1",
+            "http://slime-reward.reward-service.svc.cluster.local:8000/score?detail=1",
+        ),
+        (
+            {
+                "SLIME_REWARD_TOKEN": "c0ffee",
+                "SLIME_REWARD_SCORER": "f1",
+                "SLIME_REWARD_DETAIL": "1",
+            },
+            "http://slime-reward.reward-service.svc.cluster.local:8000/t/c0ffee/score/f1?detail=1",
+        ),
+        (
+            {"SLIME_REWARD_URL": "http://10.0.0.7:8000/score", "SLIME_REWARD_TOKEN": "c0ffee"},
+            "http://10.0.0.7:8000/t/c0ffee/score",
         ),
         (
             {"SLIME_REWARD_URL": "http://10.0.0.7:8000/score/exact", "SLIME_REWARD_SCORER": "x"},
@@ -51,15 +62,23 @@ NO_FILE = Path("/nonexistent/namespace")
 )
 def test_resolve_url_from_environment(environ: dict[str, str], expected: str) -> None:
     """Each combination of SLIME_REWARD_* variables resolves to the documented URL."""
-    assert resolve_url(LaunchConfig.from_env(environ, namespace_file=NO_FILE)) == expected
+    assert resolve_url(LaunchConfig.from_env(environ)) == expected
 
 
-def test_namespace_from_service_account_file(tmp_path: Path) -> None:
-    """Without variables, the namespace is the pod's own, from the service account file."""
-    namespace_file = tmp_path / "namespace"
-    namespace_file.write_text("training\n")
-    config = LaunchConfig.from_env({}, namespace_file=namespace_file)
-    assert config.namespace == "training"
+def test_token_never_shows_in_the_config_repr() -> None:
+    """The launch configuration can be printed or logged without its token."""
+    config = LaunchConfig.from_env({"SLIME_REWARD_TOKEN": "c0ffee"})
+    assert config.token == "c0ffee"
+    assert "c0ffee" not in repr(config)
+
+
+def test_token_with_a_url_that_is_not_score_is_a_config_error() -> None:
+    """A token cannot be placed in a URL whose path is not /score: say so, do not guess."""
+    config = LaunchConfig.from_env(
+        {"SLIME_REWARD_URL": "http://gw/reward/score", "SLIME_REWARD_TOKEN": "c0ffee"}
+    )
+    with pytest.raises(ConfigError, match="put the token in the URL yourself"):
+        resolve_url(config)
 
 
 @pytest.mark.parametrize(
@@ -70,12 +89,13 @@ def test_namespace_from_service_account_file(tmp_path: Path) -> None:
         {"SLIME_REWARD_DETAIL": "maybe"},
         {"SLIME_REWARD_WAIT_S": "-1"},
         {"SLIME_REWARD_ATTEMPTS": "0"},
+        {"SLIME_REWARD_TOKEN": "has/slash"},
     ],
 )
 def test_bad_variable_is_a_config_error(environ: dict[str, str]) -> None:
     """An unusable SLIME_REWARD_* value fails at once, naming the variable."""
     with pytest.raises(ConfigError, match=next(iter(environ))):
-        LaunchConfig.from_env(environ, namespace_file=NO_FILE)
+        LaunchConfig.from_env(environ)
 
 
 @pytest.mark.parametrize(
