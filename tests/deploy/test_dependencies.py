@@ -133,3 +133,12 @@ def test_lock_check_reads_markers_and_every_fork() -> None:
     assert unmet(["fastapi>=0.163"], pins) == [
         "fastapi: locked 0.162.5 (python_full_version < '3.11'), wants fastapi>=0.163"
     ]
+
+
+def test_ci_runs_the_readme_test_command_with_the_dev_lock() -> None:
+    """.ci/run's first step is the README's second command, which installs with the dev lock."""
+    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(), re.DOTALL)
+    serve, test = blocks[0], blocks[1]
+    assert "pip install ." in serve and "\n" not in serve
+    assert "pip install -c requirements-dev.lock -e '.[dev]'" in test and "\n" not in test
+    assert test in (ROOT / ".ci" / "run").read_text().splitlines()
