@@ -14,7 +14,11 @@ dead worker is simply replaced:
 * each worker holds up to `PIPELINE` tasks, so it starts the next one the
   moment it finishes one instead of idling through a round trip through the
   event loop; tasks beyond that wait in a FIFO queue;
-* tasks with the same affinity prefer one worker, whose caches hold them.
+* tasks with the same affinity prefer one worker, whose caches hold them;
+* no child's death can take the pool down: a dead forkserver costs no worker
+  (each is watched through a pidfd of its own once the forkserver is gone,
+  and the next spawn relaunches the forkserver), a spawn that fails is
+  retried, and `close` resolves every task it was given.
 
 Messages use `multiprocessing.connection`'s framing (a 4-byte big-endian
 length, then a pickle), so workers use plain blocking `Connection`s.
@@ -24,11 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import functools
 import itertools
 import logging
 import multiprocessing
 import os
 import pickle
+import select
 import signal
 import struct
 import time
@@ -118,6 +125,9 @@ class _Task:
 class _Worker:
     process: BaseProcess
     slot: int
+    pidfd: int | None = None
+    orphaned: bool = False
+    """Its forkserver died, so only `pidfd` tells when it exits, and not with what code."""
     writer: asyncio.WriteTransport | None = None
     reader: asyncio.ReadTransport | None = None
     ready: bool = False
@@ -132,12 +142,36 @@ class _Worker:
     def available(self) -> bool:
         return self.ready and self.exit_cause is None and len(self.tasks) < PIPELINE
 
+    def exitcode(self) -> int | None:
+        """How it ended, as its forkserver reported (None: not reported, or no forkserver)."""
+        if self.orphaned:
+            return None
+        self.process.join(0)
+        return self.process.exitcode
+
     def send(self, message: Any) -> None:
         self.write(_frame(message))
 
     def write(self, frame: bytes) -> None:
         if self.writer is not None and not self.writer.is_closing():
             self.writer.write(frame)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor of process `pid` itself (never of a later process given its number).
+
+    None where the platform has no pidfds (Linux before 5.3, other systems).
+    """
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _has_exited(pidfd: int) -> bool:
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _frame(message: Any) -> bytes:
@@ -184,10 +218,17 @@ class WorkerPool:
     @property
     def alive(self) -> int:
         """Workers that are up and initialised."""
-        return sum(w.ready and w.process.is_alive() for w in self._workers)
+        return sum(w.ready for w in self._workers)
 
     async def start(self, timeout_s: float = 120.0) -> None:
-        """Spawn the workers and wait until every one has initialised."""
+        """Spawn the workers and wait until every one has initialised.
+
+        Refuses to start while SIGPIPE has its default action: writing to the
+        pipe of a child that died (a worker, the resource tracker's probe)
+        would then kill this process instead of raising.
+        """
+        if signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL:
+            raise RuntimeError("SIGPIPE must be ignored: a child's death would kill this process")
         self._loop = asyncio.get_running_loop()
         for slot in range(self.size):
             await self._spawn(slot)
@@ -207,16 +248,22 @@ class WorkerPool:
             name="reward-service-worker",
             daemon=True,
         )
-        process.start()
-        task_reader.close()
-        result_writer.close()
-        worker = _Worker(process, slot)
+        try:
+            process.start()
+        except BaseException:
+            task_writer.close()
+            result_reader.close()
+            raise
+        finally:
+            task_reader.close()
+            result_writer.close()
+        worker = _Worker(process, slot, _pidfd(process.pid))
         self._workers.append(worker)
         worker.writer, _ = await self._loop.connect_write_pipe(asyncio.BaseProtocol, task_writer)
         worker.reader, _ = await self._loop.connect_read_pipe(
             lambda: _Results(lambda message: self._on_message(worker, message)), result_reader
         )
-        self._loop.add_reader(process.sentinel, self._on_exit, worker)
+        self._loop.add_reader(process.sentinel, self._on_sentinel, worker)
 
     def run(
         self,
@@ -321,7 +368,10 @@ class WorkerPool:
             self._queue.appendleft(worker.tasks.pop())
 
     def _kill(self, worker: _Worker) -> None:
-        if worker.process.pid is not None and worker.process.is_alive():
+        if worker.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
+        elif worker.process.pid is not None and worker.process.is_alive():
             os.kill(worker.process.pid, signal.SIGKILL)
 
     def _retire(self, worker: _Worker, cause: str) -> None:
@@ -329,13 +379,32 @@ class WorkerPool:
         worker.exit_cause = cause
         worker.send(None)
 
+    def _on_sentinel(self, worker: _Worker) -> None:
+        """The forkserver reported the worker's exit, or died itself (the worker may live on)."""
+        assert self._loop is not None
+        if worker.pidfd is None or _has_exited(worker.pidfd):
+            self._on_exit(worker)
+            return
+        self._loop.remove_reader(worker.process.sentinel)
+        worker.orphaned = True
+        self._loop.add_reader(worker.pidfd, self._on_exit, worker)
+        log.warning(
+            "forkserver died; its grading worker keeps serving", extra={"pid": worker.process.pid}
+        )
+
     def _on_exit(self, worker: _Worker) -> None:
         assert self._loop is not None
+        if worker not in self._workers:
+            return
         self._loop.remove_reader(worker.process.sentinel)
+        if worker.pidfd is not None:
+            self._loop.remove_reader(worker.pidfd)
+            os.close(worker.pidfd)
+            worker.pidfd = None
         for transport in (worker.writer, worker.reader):
             if transport is not None:
                 transport.close()
-        worker.process.join(0)
+        exitcode = worker.exitcode()
         self._workers.remove(worker)
         if worker.timer is not None:
             worker.timer.cancel()
@@ -345,8 +414,10 @@ class WorkerPool:
             if running.attempts < 2:
                 self._queue.appendleft(running)
             elif not running.future.done():
-                running.future.set_exception(WorkerDied(f"exit code {worker.process.exitcode}"))
+                running.future.set_exception(WorkerDied(f"exit code {exitcode}"))
         if self._closing:
+            self._dispatch()
+            self._fail_stranded()
             return
         cause = worker.exit_cause or "died"
         self._on_restart(cause)
@@ -356,7 +427,7 @@ class WorkerPool:
                 "grading worker died; replacing it",
                 extra={
                     "pid": worker.process.pid,
-                    "exitcode": worker.process.exitcode,
+                    "exitcode": exitcode,
                     "retried": running is not None and running.attempts < 2,
                     **(running.context if running is not None else {}),
                 },
@@ -368,28 +439,50 @@ class WorkerPool:
     def _respawn(self) -> None:
         if not self._closing:
             assert self._loop is not None
-            spawning = self._loop.create_task(self._spawn(self._free_slots.pop(0)))
+            slot = self._free_slots.pop(0)
+            spawning = self._loop.create_task(self._spawn(slot))
             self._spawning.add(spawning)
-            spawning.add_done_callback(self._spawned)
+            spawning.add_done_callback(functools.partial(self._spawned, slot))
 
-    def _spawned(self, spawning: asyncio.Task[None]) -> None:
+    def _spawned(self, slot: int, spawning: asyncio.Task[None]) -> None:
+        """A respawn ended; one that failed (say, the forkserver died mid-spawn) is retried."""
+        assert self._loop is not None
         self._spawning.discard(spawning)
         if not spawning.cancelled() and spawning.exception() is not None:
-            log.error("could not start a grading worker", exc_info=spawning.exception())
+            log.error("could not start a grading worker; retrying", exc_info=spawning.exception())
+            self._free_slots.append(slot)
+            self._loop.call_later(_RESPAWN_BACKOFF_S, self._respawn)
         self._dispatch()
 
-    async def close(self, timeout_s: float = 5.0) -> None:
-        """Let workers finish the tasks they hold, then stop them."""
-        self._closing = True
+    def _fail_queued(self) -> None:
         for task in self._queue:
             if not task.future.done():
                 task.future.set_exception(RuntimeError("worker pool closed"))
         self._queue.clear()
+
+    def _fail_stranded(self) -> None:
+        """While closing: fail the queued tasks once no worker is left to start them."""
+        if not any(w.ready and w.exit_cause is None for w in self._workers):
+            self._fail_queued()
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Let workers finish the tasks they hold, then stop them.
+
+        When it returns, every task's future has resolved: with its result,
+        or with a `RuntimeError` for a task that no worker will run (the
+        queued ones at once; those of a worker that dies while closing run on
+        another if one is left).
+        """
+        self._closing = True
+        self._fail_queued()
+        if self._spawning:
+            await asyncio.wait(set(self._spawning))
         deadline = time.monotonic() + timeout_s
         while self.busy and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         for worker in list(self._workers):
             self._retire(worker, "closing")
+        self._fail_stranded()
         while self._workers and time.monotonic() < deadline + 1:
             await asyncio.sleep(0.02)
         for worker in list(self._workers):

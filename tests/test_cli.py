@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
 
+import pytest
+
+from reward_service.cli import bind_sockets
 from reward_service.settings import Settings
 
 
@@ -54,3 +60,68 @@ def test_bad_setting_stops_serve_with_message() -> None:
     result = _run("serve", "--port", "0")
     assert result.returncode != 0
     assert "port" in result.stderr
+
+
+def test_accepted_connections_inherit_tcp_keepalive() -> None:
+    """A connection accepted on a socket from `bind_sockets` probes its peer (SO_KEEPALIVE)."""
+    [listener] = bind_sockets("127.0.0.1", 0)
+    listener.listen()
+    with listener, socket.create_connection(listener.getsockname(), timeout=5):
+        accepted, _ = listener.accept()
+        with accepted:
+            assert accepted.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            if sys.platform == "linux":
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 30
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 10
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
+
+
+@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6")
+def test_an_ipv6_host_gets_an_ipv6_only_socket() -> None:
+    """`--host ::1` binds an IPv6 socket, IPv6-only as uvicorn would bind it."""
+    try:
+        [sock] = bind_sockets("::1", 0)
+    except OSError as exc:
+        pytest.skip(f"cannot bind ::1: {exc}")
+    with sock:
+        assert sock.family == socket.AF_INET6
+        assert sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 1
+
+
+def test_serve_on_a_taken_port_fails_with_message() -> None:
+    """`serve` on a port already listened on exits non-zero, naming the address."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = _run("serve", "--host", "127.0.0.1", "--port", port, "--workers", "1")
+    assert result.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+def test_score_with_its_output_closed_ends_quietly() -> None:
+    """`score` whose stdout reader went away exits 1 without a traceback (no SIGPIPE death)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "wb") as stdout:
+        process = subprocess.run(
+            [sys.executable, "-m", "reward_service", "score", "--label", "1", "--response", "1"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert process.returncode == 1, process.stderr
+    assert "Traceback" not in process.stderr
+
+
+def test_slime_launch_execs_the_trainer_with_default_sigpipe() -> None:
+    """`slime launch` hands the train command SIGPIPE's default action, not Python's ignore."""
+    script = "grep SigIgn /proc/$$/status"
+    result = _run(
+        *("slime", "launch", "--skip-preflight", "--url", "http://127.0.0.1:9/score"),
+        *("--", "sh", "-c", script),
+    )
+    assert result.returncode == 0, result.stderr
+    ignored = int(result.stdout.split()[1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1))
