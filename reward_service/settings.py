@@ -64,7 +64,11 @@ class Settings(BaseSettings):
         2048, ge=1, description="Gradings in flight or queued; past it requests get 503."
     )
     drain_s: float = Field(
-        30.0, ge=0, description="On SIGTERM, time allowed to answer requests already received."
+        30.0,
+        gt=0,
+        le=3600,
+        description="On SIGTERM, time allowed to answer requests already received "
+        "(whole seconds, rounded up).",
     )
     api_token: SecretStr | None = Field(
         None,

@@ -36,6 +36,14 @@ def test_bad_values_fail_at_start_up(bad: dict[str, object]) -> None:
         Settings(**bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("drain_s", ["0", "-1", "nan", "3601"])
+def test_drain_must_be_positive_and_bounded(monkeypatch: pytest.MonkeyPatch, drain_s: str) -> None:
+    """A REWARD_DRAIN_S of 0 or below (once an unbounded drain) or past an hour is refused."""
+    monkeypatch.setenv("REWARD_DRAIN_S", drain_s)
+    with pytest.raises(pydantic.ValidationError, match="drain_s"):
+        Settings()
+
+
 def _cgroup(root: Path, cpu_max: str) -> Path:
     (root / "sys/fs/cgroup").mkdir(parents=True)
     (root / "sys/fs/cgroup/cpu.max").write_text(cpu_max)
