@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -118,6 +120,16 @@ def test_details_carry_the_extracted_answer(scorer: MathVerifyScorer) -> None:
     )
 
 
+@pytest.fixture
+def no_gc_callbacks() -> Iterator[None]:
+    """Without hypothesis's gc hook: math_verify's alarm firing inside it is lost."""
+    saved = gc.callbacks[:]
+    gc.callbacks.clear()
+    yield
+    gc.callbacks[:] = saved
+
+
+@pytest.mark.usefixtures("no_gc_callbacks")
 @pytest.mark.parametrize("shape", ["so \\boxed{%s}", "The final answer is $%s$"])
 def test_timeouts_are_seen_whatever_the_logging_config(shape: str) -> None:
     """A parse past math_verify's timeout is status `timeout` even with logging switched off."""
@@ -130,6 +142,7 @@ def test_timeouts_are_seen_whatever_the_logging_config(shape: str) -> None:
     assert (score.reward, score.status) == (0.0, Status.TIMEOUT)
 
 
+@pytest.mark.usefixtures("no_gc_callbacks")
 def test_a_timed_out_answer_is_not_cached_as_wrong() -> None:
     """After a timeout, the next answer of the same label is graded afresh and right."""
     scorer = MathVerifyScorer(GradingLimits(timeout_s=1))
