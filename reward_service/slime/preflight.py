@@ -35,6 +35,8 @@ Say = Callable[[str], None]
 _PROGRESS_S = 15.0
 """Repeat an unchanged waiting line at most this often."""
 
+_NO_SUCH_NAME = frozenset({socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)})
+
 
 class PreflightError(RewardServiceError):
     """The reward service is unreachable, not ready, or grades wrongly."""
@@ -95,7 +97,9 @@ def check_resolves(url: str) -> None:
         socket.getaddrinfo(parts.hostname, parts.port or 80, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         found = _in_cluster(url)
-        where = f": no Service {found[0]!r} in namespace {found[1]!r}" if found else ""
+        # Only "no such name" says the Service is missing; EAI_AGAIN is the DNS server.
+        missing = isinstance(exc, socket.gaierror) and exc.errno in _NO_SUCH_NAME
+        where = f": no Service {found[0]!r} in namespace {found[1]!r}" if found and missing else ""
         service = found[0] if found else SERVICE
         raise PreflightError(
             f"cannot resolve {parts.hostname!r} ({exc}){where}.\n"
