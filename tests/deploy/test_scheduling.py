@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
 from reward_service.settings import Settings
 
@@ -22,8 +23,18 @@ GPU_EXCLUSION: frozenset[tuple[str, str, str | None]] = frozenset(
     }
 )
 NON_GPU_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
-MiB = 1024 * 1024
-HTTP_PROCESS_MIB = 256
+KiB = 1024
+MiB = 1024 * KiB
+# The HTTP process's memory, measured by loadtest/memory.py (README, Sizing): ~58 MiB
+# idle; ~27 KiB more per request in flight (2048 small requests held: +54 MiB); it grows
+# 1.2-1.7x the body bytes admitted (1 MiB and 8 MiB bodies, batches of 1000 items), so
+# 3x leaves room for the copies sent to workers and fragmentation.
+HTTP_BASE_MIB = 200
+HTTP_IDLE_MIB = 64
+PER_REQUEST_KIB = 32
+PENDING_FACTOR = 3
+SLIME_CONNECTIONS = 64
+SLIME_LARGE_BODY = 1 * MiB
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
 _FACTORS = {
     None: 1,
@@ -121,16 +132,43 @@ def test_cpu_request_equals_limit(rendered: Rendered) -> None:
     assert _quantity(resources["requests"]["memory"]) == _quantity(resources["limits"]["memory"])
 
 
-def test_memory_covers_every_worker_cap(rendered: Rendered) -> None:
-    """The memory limit holds every grading process at its cap plus the HTTP process."""
-    resources = rendered.container["resources"]
-    config = rendered.config
-    workers = int(config.get("REWARD_WORKERS", math.ceil(_quantity(resources["limits"]["cpu"]))))
-    cap_mib = int(
-        config.get("REWARD_WORKER_MEMORY_MB", Settings.model_fields["worker_memory_mb"].default)
-    )
-    needed = (workers * cap_mib + HTTP_PROCESS_MIB) * MiB
-    assert _quantity(resources["limits"]["memory"]) >= needed
+def _setting(config: Mapping[str, str], name: str) -> int:
+    """A setting as the pod gets it: from the ConfigMap, else the Settings default."""
+    return int(config.get(f"REWARD_{name.upper()}", Settings.model_fields[name].default))
+
+
+def memory_needed(config: Mapping[str, str], cpu_limit: str) -> int:
+    """Bytes the container needs: every worker at its cap, the HTTP process, bodies held."""
+    workers = int(config.get("REWARD_WORKERS", math.ceil(_quantity(cpu_limit))))
+    workers_bytes = workers * _setting(config, "worker_memory_mb") * MiB
+    pending_bytes = PENDING_FACTOR * _setting(config, "max_pending_bytes")
+    return workers_bytes + HTTP_BASE_MIB * MiB + pending_bytes
+
+
+def test_memory_covers_workers_http_process_and_bodies(rendered: Rendered) -> None:
+    """The limit holds every worker at its cap, the HTTP process and 3x the body budget."""
+    limits = rendered.container["resources"]["limits"]
+    limit, needed = _quantity(limits["memory"]), memory_needed(rendered.config, limits["cpu"])
+    assert limit >= needed, f"{rendered.overlay}: {limit / MiB:.0f} MiB < {needed / MiB:.0f} MiB"
+
+
+def test_memory_check_fails_when_the_body_budget_grows(rendered: Rendered) -> None:
+    """Doubling the body budget without raising the limit breaks the memory arithmetic."""
+    limits = rendered.container["resources"]["limits"]
+    pending = _setting(rendered.config, "max_pending_bytes")
+    grown = {**rendered.config, "REWARD_MAX_PENDING_BYTES": str(2 * pending)}
+    assert _quantity(limits["memory"]) < memory_needed(grown, limits["cpu"])
+
+
+def test_admission_bounds_fit_each_other(rendered: Rendered) -> None:
+    """Queue, body cap and body budget agree: SLIME never meets them, the base covers the queue."""
+    max_queue = _setting(rendered.config, "max_queue")
+    max_body = _setting(rendered.config, "max_body_bytes")
+    pending = _setting(rendered.config, "max_pending_bytes")
+    assert pending >= max_body, "a body of the largest size could never be admitted"
+    assert pending >= SLIME_CONNECTIONS * SLIME_LARGE_BODY, "one SLIME client could meet 503"
+    assert max_queue >= SLIME_CONNECTIONS, "one SLIME client could meet 503"
+    assert HTTP_IDLE_MIB * MiB + max_queue * PER_REQUEST_KIB * KiB <= HTTP_BASE_MIB * MiB
 
 
 def test_pods_spread_over_hosts_and_zones(rendered: Rendered) -> None:
