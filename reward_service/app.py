@@ -6,9 +6,11 @@ This is the only module that knows about status codes. Grading happens in
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
-from collections.abc import AsyncIterator, Mapping
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -23,13 +25,14 @@ from reward_service.errors import (
     BadRequest,
     Overloaded,
     PayloadTooLarge,
+    RequestTimeout,
     RewardServiceError,
     Unauthorized,
 )
 from reward_service.integrations.openrlhf import openrlhf_answer, samples_from_openrlhf
 from reward_service.metrics import CONTENT_TYPE_LATEST, ServiceMetrics
 from reward_service.middleware import ServiceMiddleware
-from reward_service.samples import Sample, sample_from_json
+from reward_service.samples import Sample, read_json, sample_from_json
 from reward_service.settings import Settings
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -38,26 +41,100 @@ _TRUE = {"1", "true", "yes", "on"}
 def _json(
     content: Any, status_code: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
-    return Response(
-        orjson.dumps(content), status_code, headers=headers, media_type="application/json"
-    )
+    try:
+        data = orjson.dumps(content)
+    except orjson.JSONEncodeError:  # an integer past 64 bits or a lone surrogate, from a label
+        data = json.dumps(content).encode()
+    return Response(data, status_code, headers=headers, media_type="application/json")
 
 
-async def _read_object(request: Request, max_bytes: int) -> dict[str, Any]:
-    """The request body as a JSON object, enforcing the size cap while reading."""
+class _Admission:
+    """Bounds the requests in progress and the body bytes they hold.
+
+    A request past `max_requests` is refused before its body is read; one
+    whose declared Content-Length (or, for a chunked body, whose bytes read
+    so far) would take the bytes held past `max_bytes` is refused as soon as
+    that is known. Both get 503 with Retry-After; what a request held is
+    released when it ends, however it ends.
+    """
+
+    def __init__(self, max_requests: int, max_bytes: int) -> None:
+        self.max_requests = max_requests
+        self.max_bytes = max_bytes
+        self.active = 0
+        self.held_bytes = 0
+
+    @contextlib.contextmanager
+    def admit(self) -> Iterator[_Claim]:
+        if self.active >= self.max_requests:
+            raise Overloaded(f"{self.active} requests in progress; retry shortly", retry_after_s=1)
+        self.active += 1
+        claim = _Claim(self)
+        try:
+            yield claim
+        finally:
+            self.active -= 1
+            self.held_bytes -= claim.held
+
+
+class _Claim:
+    """One admitted request's share of the byte budget."""
+
+    __slots__ = ("_admission", "held")
+
+    def __init__(self, admission: _Admission) -> None:
+        self._admission = admission
+        self.held = 0
+
+    def hold(self, size: int) -> None:
+        """Hold `size` body bytes in all (never fewer than before), or refuse the request."""
+        budget, extra = self._admission, size - self.held
+        if extra <= 0:
+            return
+        if budget.held_bytes + extra > budget.max_bytes:
+            raise Overloaded(
+                f"{budget.held_bytes} body bytes held by requests in progress; retry shortly",
+                retry_after_s=1,
+            )
+        budget.held_bytes += extra
+        self.held = size
+
+
+async def _read_body(request: Request, claim: _Claim, max_bytes: int) -> bytes:
+    """The request body, its size checked against the cap and the budget before it is kept."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise PayloadTooLarge(f"body of {declared} bytes is over the {max_bytes}-byte cap")
+    if declared is not None and declared.isdigit():
+        if int(declared) > max_bytes:
+            raise PayloadTooLarge(f"body of {declared} bytes is over the {max_bytes}-byte cap")
+        claim.hold(int(declared))
     chunks = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > max_bytes:
             raise PayloadTooLarge(f"body is over the {max_bytes}-byte cap")
+        claim.hold(size)
         chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _read_object(request: Request, claim: _Claim, settings: Settings) -> dict[str, Any]:
+    """The request body as a JSON object, read within `body_timeout_s` in all.
+
+    The deadline covers the whole body, not each read, so a client dripping
+    a byte at a time cannot hold its admission slot longer than a stalled one.
+    """
     try:
-        body = orjson.loads(b"".join(chunks))
-    except orjson.JSONDecodeError as exc:
+        raw = await asyncio.wait_for(
+            _read_body(request, claim, settings.max_body_bytes), settings.body_timeout_s
+        )
+    except asyncio.TimeoutError:
+        raise RequestTimeout(
+            f"request body not received within {settings.body_timeout_s} s"
+        ) from None
+    try:
+        body = read_json(raw)
+    except ValueError as exc:
         raise BadRequest(f"body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise BadRequest(f"body must be a JSON object, not {type(body).__name__}")
@@ -90,22 +167,6 @@ class _PlainRoute(Route):
         if match is not Match.NONE:
             child_scope["route"] = self
         return match, child_scope
-
-
-class _Admission:
-    """Bounds requests in progress; past the bound they get 503 before their body is read."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.active = 0
-
-    def __enter__(self) -> None:
-        if self.active >= self.limit:
-            raise Overloaded(f"{self.active} requests in progress; retry shortly", retry_after_s=1)
-        self.active += 1
-
-    def __exit__(self, *exc: object) -> None:
-        self.active -= 1
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -147,7 +208,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(RewardServiceError)
     async def _service_error(request: Request, exc: RewardServiceError) -> Response:
         metrics.rejected.labels(type(exc).__name__).inc()
-        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Overloaded) else None
+        headers: dict[str, str] = {}
+        if isinstance(exc, Overloaded):
+            headers["Retry-After"] = str(exc.retry_after_s)
+        if isinstance(exc, RequestTimeout):
+            headers["Connection"] = "close"  # the rest of the body may still be on its way
         return _json({"error": str(exc)}, exc.status_code, headers)
 
     def authorize(request: Request) -> None:
@@ -161,23 +226,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not hmac.compare_digest(given.encode(), token):
             raise Unauthorized()
 
-    admission = _Admission(settings.max_queue)
+    admission = _Admission(settings.max_queue, settings.max_pending_bytes)
 
     async def _score(request: Request, scorer: str | None) -> Response:
         authorize(request)
-        with admission:
+        with admission.admit() as claim:
             if scorer is not None:
                 engine.registry.require(scorer)
-            sample = sample_from_json(await _read_object(request, settings.max_body_bytes))
+            sample = sample_from_json(await _read_object(request, claim, settings))
             graded = await engine.grade(sample, scorer)
         return _answer(graded, _wants_detail(request))
 
     async def _score_batch(request: Request, scorer: str | None) -> Response:
         authorize(request)
-        with admission:
+        with admission.admit() as claim:
             if scorer is not None:
                 engine.registry.require(scorer)
-            body = await _read_object(request, settings.max_body_bytes)
+            body = await _read_object(request, claim, settings)
             samples = _batch_samples(body, settings.max_batch_items)
             graded = await engine.grade_many(samples, scorer)
         answer: dict[str, Any] = {"rewards": [g.reward for g in graded]}
@@ -193,8 +258,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     async def get_reward(request: Request) -> Response:
         authorize(request)
-        with admission:
-            samples = samples_from_openrlhf(await _read_object(request, settings.max_body_bytes))
+        with admission.admit() as claim:
+            samples = samples_from_openrlhf(await _read_object(request, claim, settings))
             if len(samples) > settings.max_batch_items:
                 raise PayloadTooLarge(
                     f"{len(samples)} queries is over the cap of {settings.max_batch_items}"

@@ -28,6 +28,10 @@ from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.engine")
 
+UNKNOWN_SCORER = "unknown"
+"""`Graded.scorer` of a sample whose label names no registered scorer."""
+_MAX_NAME_ECHO = 64
+
 _registry: ScorerRegistry | None = None
 
 
@@ -60,6 +64,7 @@ class Graded:
 
     score: Score
     scorer: str
+    """A registered scorer's name, or `UNKNOWN_SCORER`: never a client's string (metrics)."""
     elapsed_ms: float
 
     @property
@@ -194,7 +199,11 @@ class ScoringEngine:
                 scores[index] = score
         elapsed_ms = (time.perf_counter() - started) * 1000
         graded = [
-            Graded(self._with_fallback(score), name, elapsed_ms)
+            Graded(
+                self._with_fallback(score),
+                name if name in self.registry else UNKNOWN_SCORER,
+                elapsed_ms,
+            )
             for score, name in zip(scores, names, strict=True)
             if score is not None
         ]
@@ -211,7 +220,8 @@ class ScoringEngine:
         """Answers settled without a worker: unknown scorer, oversized, hazardous."""
         if name not in self.registry:
             known = ", ".join(self.registry.names())
-            return Score.error(f"unknown scorer {name!r}; known scorers: {known}")
+            asked = name[:_MAX_NAME_ECHO] + ("..." if len(name) > _MAX_NAME_ECHO else "")
+            return Score.error(f"unknown scorer {asked!r}; known scorers: {known}")
         if len(sample.response) > self.settings.max_answer_chars:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
         try:

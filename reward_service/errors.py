@@ -5,8 +5,9 @@
      │    ├── BadRequest          400: body is not a JSON object, bad field
      │    ├── Unauthorized        401: missing or wrong API token
      │    ├── UnknownScorer       404: no scorer of that name
+     │    ├── RequestTimeout      408: body not received within body_timeout_s
      │    └── PayloadTooLarge     413: body or batch over its cap
-     ├── Overloaded             503: queue full or draining; retry later
+     ├── Overloaded             503: queue or body-byte budget full, or draining; retry later
      └── ScorerLoadError        a scorer or plugin failed to load (start-up)
 
 `reward_service.app` is the only place that maps these to HTTP answers.
@@ -47,6 +48,12 @@ class UnknownScorer(ClientError):
         super().__init__(f"unknown scorer {name!r}; known scorers: {', '.join(known)}")
         self.name = name
         self.known = list(known)
+
+
+class RequestTimeout(ClientError):
+    """The body did not arrive in time; the connection is closed after the answer."""
+
+    status_code = 408
 
 
 class PayloadTooLarge(ClientError):

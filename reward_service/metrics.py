@@ -1,6 +1,12 @@
 """Prometheus metrics: what an operator needs beside a multi-day RL run.
 
 Each app gets its own registry, so several apps (tests) never clash.
+
+Every label value comes from a small fixed set, so the series (and the
+memoised children) are bounded whatever clients send: routes are route
+templates or `unmatched`, scorers registered names or `unknown` (the
+engine sees to it), and the `path` and `cache` facts scorers report are
+kept only when they are among the values below, else counted as `other`.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ __all__ = ["CONTENT_TYPE_LATEST", "ServiceMetrics"]
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+_PATHS = frozenset({"inline", "fast", "region", "full"})
+_CACHE_RESULTS = frozenset({"hit", "miss"})
+_OTHER = "other"
 
 
 class ServiceMetrics:
@@ -57,13 +66,13 @@ class ServiceMetrics:
         )
         self.cache_lookups = Counter(
             "reward_cache_lookups",
-            "Scorer verdict-cache lookups by result.",
+            "Scorer verdict-cache lookups by result (hit, miss, other).",
             ["scorer", "result"],
             registry=r,
         )
         self.grading_paths = Counter(
             "reward_grading_paths",
-            "Which grading path settled an answer (inline, fast, region, full).",
+            "Which grading path settled an answer (inline, fast, region, full, other).",
             ["scorer", "path"],
             registry=r,
         )
@@ -103,11 +112,11 @@ class ServiceMetrics:
         self._child(self.outcomes, scorer, graded.score.status.value).inc()
         self._child(self.grading_seconds, scorer).observe(graded.elapsed_ms / 1000)
         cache = details.get("cache")
-        if isinstance(cache, str):
-            self._child(self.cache_lookups, scorer, cache).inc()
+        if cache is not None:
+            self._child(self.cache_lookups, scorer, _known(cache, _CACHE_RESULTS)).inc()
         path = details.get("path")
-        if isinstance(path, str):
-            self._child(self.grading_paths, scorer, path).inc()
+        if path is not None:
+            self._child(self.grading_paths, scorer, _known(path, _PATHS)).inc()
 
     def count_request(self, route: str, code: int, body_bytes: int | None) -> None:
         """Count one HTTP request and its body size."""
@@ -125,3 +134,7 @@ class ServiceMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _known(value: object, known: frozenset[str]) -> str:
+    return value if isinstance(value, str) and value in known else _OTHER

@@ -71,7 +71,7 @@ class ServiceMiddleware:
                 code = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"x-request-id", rid.encode()))
-                if close:
+                if close and not any(name.lower() == b"connection" for name, _ in headers):
                     headers.append((b"connection", b"close"))
                 message = {**message, "headers": headers}
             await send(message)

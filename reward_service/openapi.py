@@ -17,6 +17,11 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
+BODY_TIMEOUT = "The body did not arrive within `body_timeout_s`; the connection is closed."
+OVERLOADED = (
+    "Overloaded (requests or body bytes in progress past their bounds) or shutting down; "
+    "retry after `Retry-After` s."
+)
 SAMPLE: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -60,8 +65,9 @@ SCORE: dict[str, Any] = {
         },
         "400": {"description": "The body is not a JSON object."},
         "404": {"description": "Unknown scorer; the message lists the known ones."},
+        "408": {"description": BODY_TIMEOUT},
         "413": {"description": "The body is over the size cap."},
-        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
+        "503": {"description": OVERLOADED},
     },
 }
 
@@ -94,8 +100,9 @@ BATCH: dict[str, Any] = {
             ),
         },
         "400": {"description": 'The body is not `{"items": [...]}`.'},
+        "408": {"description": BODY_TIMEOUT},
         "413": {"description": "The body or the number of items is over its cap."},
-        "503": {"description": "Overloaded or shutting down; retry after `Retry-After` s."},
+        "503": {"description": OVERLOADED},
     },
 }
 OPENRLHF: dict[str, Any] = {
@@ -116,6 +123,9 @@ OPENRLHF: dict[str, Any] = {
     "responses": {
         "200": {"description": '`{"rewards", "scores", "extra_logs"}` in input order.'},
         "400": {"description": "`query`, `prompts` and `labels` are not lists of one length."},
+        "408": {"description": BODY_TIMEOUT},
+        "413": {"description": "The body or the number of queries is over its cap."},
+        "503": {"description": OVERLOADED},
     },
 }
 

@@ -63,6 +63,14 @@ class Settings(BaseSettings):
     max_queue: int = Field(
         2048, ge=1, description="Gradings in flight or queued; past it requests get 503."
     )
+    max_pending_bytes: int = Field(
+        256 * MiB,
+        ge=1024,
+        description="Body bytes held by requests in progress; past it requests get 503.",
+    )
+    body_timeout_s: float = Field(
+        20.0, gt=0, description="Whole time allowed to receive a request body; past it, 408."
+    )
     drain_s: float = Field(
         30.0,
         gt=0,
@@ -117,6 +125,15 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"grader_timeout_s ({self.grader_timeout_s}) must be below deadline_s "
                 f"({self.deadline_s}): the inner timeout must fire before the worker is killed"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _one_body_fits_the_budget(self) -> Settings:
+        if self.max_pending_bytes < self.max_body_bytes:
+            raise ValueError(
+                f"max_pending_bytes ({self.max_pending_bytes}) must be at least max_body_bytes "
+                f"({self.max_body_bytes}): a body of the largest size must fit when idle"
             )
         return self
 

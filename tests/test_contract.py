@@ -45,41 +45,63 @@ def test_slime_client_grades_grpo_batch_correctly(server: LiveServer) -> None:
 
 
 LONG = "x " * 500_000
-WELL_FORMED = {
-    "string label": {"prompt": "p", "response": "\\boxed{3}", "label": "3"},
-    "int label": {"prompt": "p", "response": "\\boxed{3}", "label": 3},
-    "float label": {"prompt": "p", "response": "\\boxed{0.5}", "label": 0.5},
-    "object label": {"prompt": "p", "response": "\\boxed{3}", "label": {"answer": "3"}},
-    "list label": {"prompt": "p", "response": "\\boxed{3}", "label": ["2", "3"]},
-    "null label": {"prompt": "p", "response": "\\boxed{3}", "label": None},
-    "bool label": {"prompt": "p", "response": "\\boxed{3}", "label": True},
-    "chat prompt": {
-        "prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
-        "response": "\\boxed{3}",
-        "label": "3",
-    },
-    "missing fields": {},
-    "only response": {"response": "\\boxed{3}"},
-    "extra fields": {"prompt": "p", "response": "\\boxed{3}", "label": "3", "metadata": {"a": 1}},
-    "non-ascii": {"prompt": "数学", "response": "答案是 \\boxed{3} ✓", "label": "3"},
-    "special tokens": {"response": "<think>.</think>\\boxed{3}<|im_end|><|endoftext|>", "label": 3},
-    "empty response": {"prompt": "p", "response": "", "label": "3"},
-    "non-string response": {"prompt": "p", "response": 3, "label": "3"},
-    "1 MB response": {"prompt": "p", "response": LONG + "\\boxed{3}", "label": "3"},
-    "code injection": {
-        "response": "\\boxed{__import__('os').system('touch /tmp/reward_pwned')}",
-        "label": "3",
-    },
+WELL_FORMED: dict[str, tuple[dict[str, Any], float, str]] = {
+    "string label": ({"prompt": "p", "response": "\\boxed{3}", "label": "3"}, 1.0, "ok"),
+    "int label": ({"prompt": "p", "response": "\\boxed{3}", "label": 3}, 1.0, "ok"),
+    "float label": ({"prompt": "p", "response": "\\boxed{0.5}", "label": 0.5}, 1.0, "ok"),
+    "object label": (
+        {"prompt": "p", "response": "\\boxed{3}", "label": {"answer": "3"}},
+        1.0,
+        "ok",
+    ),
+    "list label": ({"prompt": "p", "response": "\\boxed{3}", "label": ["2", "3"]}, 1.0, "ok"),
+    "wrong answer": ({"prompt": "p", "response": "\\boxed{4}", "label": "3"}, 0.0, "wrong"),
+    "null label": ({"prompt": "p", "response": "\\boxed{3}", "label": None}, 0.0, "error"),
+    "bool label": ({"prompt": "p", "response": "\\boxed{3}", "label": True}, 0.0, "error"),
+    "chat prompt": (
+        {
+            "prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            "response": "\\boxed{3}",
+            "label": "3",
+        },
+        1.0,
+        "ok",
+    ),
+    "missing fields": ({}, 0.0, "error"),
+    "only response": ({"response": "\\boxed{3}"}, 0.0, "error"),
+    "extra fields": (
+        {"prompt": "p", "response": "\\boxed{3}", "label": "3", "metadata": {"a": 1}},
+        1.0,
+        "ok",
+    ),
+    "non-ascii": ({"prompt": "数学", "response": "答案是 \\boxed{3} ✓", "label": "3"}, 1.0, "ok"),
+    "special tokens": (
+        {"response": "<think>.</think>\\boxed{3}<|im_end|><|endoftext|>", "label": 3},
+        1.0,
+        "ok",
+    ),
+    "empty response": ({"prompt": "p", "response": "", "label": "3"}, 0.0, "no_answer"),
+    "non-string response": ({"prompt": "p", "response": 3, "label": "3"}, 0.0, "no_answer"),
+    "1 MB response": ({"prompt": "p", "response": LONG + "\\boxed{3}", "label": "3"}, 1.0, "ok"),
+    "code injection": (
+        {"response": "\\boxed{__import__('os').system('touch /tmp/reward_pwned')}", "label": "3"},
+        0.0,
+        "wrong",
+    ),
 }
 
 
-@pytest.mark.parametrize("body", WELL_FORMED.values(), ids=WELL_FORMED.keys())
-def test_well_formed_bodies_get_200_and_a_number(server: LiveServer, body: dict[str, Any]) -> None:
-    """No well-formed SLIME body ever gets a 4xx: the answer is 200 and a bare number."""
+@pytest.mark.parametrize(("body", "reward", "status"), WELL_FORMED.values(), ids=WELL_FORMED.keys())
+def test_well_formed_bodies_get_200_and_the_right_reward(
+    server: LiveServer, body: dict[str, Any], reward: float, status: str
+) -> None:
+    """No well-formed SLIME body ever gets a 4xx: the answer is 200 and the right bare number."""
     response = _post(server, body)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"] == "application/json"
-    assert isinstance(response.json(), float)
+    assert response.content == json.dumps(reward).encode()
+    detail = _post(server, body, params={"detail": "1"}).json()
+    assert (detail["reward"], detail["status"], detail["scorer"]) == (reward, status, "math_verify")
 
 
 @pytest.mark.parametrize(
@@ -100,22 +122,35 @@ def test_detail_answer_tells_failure_from_wrong(
     """`?detail=1` answers reward, status, scorer and elapsed_ms."""
     detail = _post(server, body, params={"detail": "1"}).json()
     assert (detail["reward"], detail["status"], detail["scorer"]) == (reward, status, "math_verify")
-    assert detail["elapsed_ms"] >= 0
+    assert {"reward", "status", "scorer", "elapsed_ms"} <= detail.keys()
+    assert isinstance(detail["elapsed_ms"], float)
+
+
+def test_elapsed_ms_covers_the_grading(server: LiveServer) -> None:
+    """`elapsed_ms` includes the scorer's time: an answer graded in 0.3 s reports 300 ms or more."""
+    detail = _post(server, {"response": "sleep:0.3"}, "/score/fake?detail=1").json()
+    assert (detail["reward"], detail["status"], detail["scorer"]) == (1.0, "ok", "fake")
+    assert detail["elapsed_ms"] >= 300
 
 
 def test_code_injection_runs_nothing(server: LiveServer, tmp_path: Any) -> None:
     """A response that tries to make a parser run Python is graded, never executed."""
     marker = tmp_path / "pwned"
     payload = f"\\boxed{{__import__('os').system('touch {marker}')}}"
-    for expr in (payload, f"Answer: __import__('pathlib').Path('{marker}').touch()"):
-        assert _post(server, {"response": expr, "label": "3"}).json() == 0.0
+    anchored = f"Answer: __import__('pathlib').Path('{marker}').touch()"
+    for expr, status in ((payload, "wrong"), (anchored, "no_answer")):
+        detail = _post(server, {"response": expr, "label": "3"}, params={"detail": "1"}).json()
+        assert (detail["reward"], detail["status"]) == (0.0, status)
     assert not marker.exists()
 
 
 def test_scorer_chosen_by_path(server: LiveServer) -> None:
     """`/score/<scorer>` grades with that scorer."""
-    detail = _post(server, {"response": " a  b ", "label": "a b"}, "/score/exact?detail=1").json()
-    assert (detail["scorer"], detail["reward"]) == ("exact", 1.0)
+    body = {"response": " a  b ", "label": "a b"}
+    detail = _post(server, body, "/score/exact?detail=1").json()
+    assert (detail["scorer"], detail["reward"], detail["status"]) == ("exact", 1.0, "ok")
+    wrong = _post(server, {"response": "a c", "label": "a b"}, "/score/exact?detail=1").json()
+    assert (wrong["scorer"], wrong["reward"], wrong["status"]) == ("exact", 0.0, "wrong")
 
 
 def test_scorer_chosen_by_label_object(server: LiveServer) -> None:
@@ -130,36 +165,52 @@ def test_unknown_scorer_in_label_is_graded_as_error(server: LiveServer) -> None:
     body = {"response": "1", "label": {"scorer": "nope", "answer": "1"}}
     response = _post(server, body, params={"detail": "1"})
     assert response.status_code == 200
-    assert response.json()["status"] == "error"
-    assert "math_verify" in response.json()["reason"]
+    detail = response.json()
+    assert (detail["reward"], detail["status"], detail["scorer"]) == (0.0, "error", "unknown")
+    assert detail["reason"].startswith("unknown scorer 'nope'; known scorers: ")
+    assert {"exact", "math_verify"} <= set(detail["reason"].split(": ", 1)[1].split(", "))
 
 
 def test_unknown_scorer_path_is_404_listing_known(server: LiveServer) -> None:
     """An unknown `/score/<name>` is a 404 whose message lists the known scorers."""
     response = _post(server, {"response": "1", "label": "1"}, "/score/nope")
     assert response.status_code == 404
-    assert "exact" in response.json()["error"]
-    assert "math_verify" in response.json()["error"]
+    error = response.json()["error"]
+    assert error.startswith("unknown scorer 'nope'; known scorers: ")
+    assert {"exact", "math_verify"} <= set(error.split(": ", 1)[1].split(", "))
 
 
-@pytest.mark.parametrize("body", [b"[1, 2]", b"42", b'"text"', b"null", b"{not json", b""])
-def test_non_object_body_is_400_with_message(server: LiveServer, body: bytes) -> None:
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"[1, 2]", "body must be a JSON object, not list"),
+        (b"42", "body must be a JSON object, not int"),
+        (b'"text"', "body must be a JSON object, not str"),
+        (b"null", "body must be a JSON object, not NoneType"),
+        (b"{not json", "body is not valid JSON: "),
+        (b"", "body is not valid JSON: "),
+    ],
+)
+def test_non_object_body_is_400_with_message(server: LiveServer, body: bytes, error: str) -> None:
     """A body that is not a JSON object gets 400 and says why."""
     response = _post(server, body)
     assert response.status_code == 400
-    assert response.json()["error"]
+    assert response.json()["error"].startswith(error)
 
 
 def test_invalid_utf8_is_400(server: LiveServer) -> None:
     """Bytes that are not UTF-8 are a clear 400, not a 500."""
     response = _post(server, b'{"response": "\xff\xfe", "label": "1"}')
     assert response.status_code == 400
+    assert response.json()["error"].startswith("body is not valid JSON: ")
 
 
 def test_body_over_cap_is_413(server: LiveServer) -> None:
     """A body over `max_body_bytes` (8 MiB by default) gets 413."""
     body = {"response": "x" * (9 * 1024 * 1024), "label": "1"}
-    assert _post(server, body).status_code == 413
+    response = _post(server, body)
+    assert response.status_code == 413
+    assert "over the 8388608-byte cap" in response.json()["error"]
 
 
 def test_chunked_body_over_cap_is_413(server: LiveServer) -> None:
@@ -173,9 +224,12 @@ def test_chunked_body_over_cap_is_413(server: LiveServer) -> None:
 
     response = httpx.post(f"{server.url}/score", content=chunks(), timeout=30)
     assert response.status_code == 413
+    assert response.json() == {"error": "body is over the 8388608-byte cap"}
 
 
 def test_health_endpoints(server: LiveServer) -> None:
     """/livez, /readyz and its alias /health answer 200 on a warm server."""
-    for path in ("/livez", "/readyz", "/health"):
-        assert httpx.get(f"{server.url}{path}").status_code == 200
+    assert httpx.get(f"{server.url}/livez").json() == {"status": "alive"}
+    for path in ("/readyz", "/health"):
+        response = httpx.get(f"{server.url}{path}")
+        assert (response.status_code, response.json()) == (200, {"status": "ready", "workers": 2})

@@ -96,3 +96,26 @@ def test_no_token_and_none_required_serves_open(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("REWARD_API_TOKEN", raising=False)
     monkeypatch.delenv("REWARD_REQUIRE_API_TOKEN", raising=False)
     assert Settings().api_token is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"body_timeout_s": 0},
+        {"body_timeout_s": -1},
+        {"max_pending_bytes": 8 * 1024 * 1024 - 1},
+        {"max_body_bytes": 2048, "max_pending_bytes": 2047},
+    ],
+)
+def test_body_timeout_and_byte_budget_are_validated(bad: dict[str, object]) -> None:
+    """The body timeout must be positive and the byte budget must hold one largest body."""
+    with pytest.raises(pydantic.ValidationError):
+        Settings(**bad)  # type: ignore[arg-type]
+
+
+def test_body_timeout_and_byte_budget_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 s for a whole body and 256 MiB of bodies in progress, both settable by environment."""
+    assert (Settings().body_timeout_s, Settings().max_pending_bytes) == (20.0, 256 * 1024 * 1024)
+    monkeypatch.setenv("REWARD_BODY_TIMEOUT_S", "2.5")
+    monkeypatch.setenv("REWARD_MAX_PENDING_BYTES", str(8 * 1024 * 1024))
+    assert (Settings().body_timeout_s, Settings().max_pending_bytes) == (2.5, 8 * 1024 * 1024)

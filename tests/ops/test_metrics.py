@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
+from starlette.types import Receive, Scope, Send
 
+from reward_service.engine import Graded
+from reward_service.metrics import ServiceMetrics
+from reward_service.middleware import _MAX_TRACKED_CONNECTIONS, ServiceMiddleware
+from reward_service.scorers import Score, Status
+from reward_service.settings import Settings
 from reward_service.testing import LiveServer
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -86,3 +92,64 @@ def test_request_id_is_echoed_or_made(server: LiveServer) -> None:
     assert sent.headers["x-request-id"] == "abc-123"
     made = httpx.post(f"{server.url}/score", json={"response": "1"})
     assert len(made.headers["x-request-id"]) >= 16
+
+
+def test_unknown_scorer_names_add_no_series(server: LiveServer) -> None:
+    """1,000 labels naming 1,000 unknown scorers add no series: they count as `unknown`."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+
+        def post(name: str) -> httpx.Response:
+            body = {"response": "1", "label": {"scorer": name, "answer": "1"}}
+            return client.post("/score", json=body, params={"detail": "1"})
+
+        first = post("nope-warm-up")
+        before = _samples(server)
+        answers = [post(f"nope-{i}-" + "x" * 200) for i in range(1000)]
+        text = client.get("/metrics").text
+    after = _samples(server)
+    assert first.json()["scorer"] == "unknown"
+    assert "nope-warm-up" in first.json()["reason"]
+    assert all(a.json()["status"] == "error" for a in answers)
+    assert len(answers[0].json()["reason"]) < 400, "the echoed name is not truncated"
+    assert set(after) - set(before) == set()
+    assert "nope-" not in text
+    assert _value(after, "reward_outcomes_total", scorer="unknown", status="error") - _value(
+        before, "reward_outcomes_total", scorer="unknown", status="error"
+    ) == len(answers)
+
+
+def test_scorer_reported_facts_outside_known_values_count_as_other() -> None:
+    """A scorer's `path` or `cache` detail outside the known values becomes `other`."""
+    metrics = ServiceMetrics()
+    for i in range(100):
+        details = {"path": f"path-{i}", "cache": f"cache-{i}"}
+        metrics.record(Graded(Score(1.0, Status.OK, details), "exact", 1.0))
+    metrics.record(Graded(Score.verdict(True, path="fast", cache="hit"), "exact", 1.0))
+    samples = {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(metrics.exposition().decode())
+        for sample in family.samples
+        if sample.name in ("reward_grading_paths_total", "reward_cache_lookups_total")
+    }
+    assert samples == {
+        ("reward_grading_paths_total", frozenset({("scorer", "exact"), ("path", "other")})): 100,
+        ("reward_grading_paths_total", frozenset({("scorer", "exact"), ("path", "fast")})): 1,
+        ("reward_cache_lookups_total", frozenset({("scorer", "exact"), ("result", "other")})): 100,
+        ("reward_cache_lookups_total", frozenset({("scorer", "exact"), ("result", "hit")})): 1,
+    }
+
+
+async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """An ASGI app that does nothing, for driving the middleware alone."""
+
+
+def test_connection_table_is_bounded() -> None:
+    """Connection recycling tracks at most `_MAX_TRACKED_CONNECTIONS` clients, oldest out first."""
+    settings = Settings(connection_max_age_s=600)
+    middleware = ServiceMiddleware(_no_app, settings, ServiceMetrics())
+    clients = [(f"10.0.{i // 50_000}.1", i % 50_000) for i in range(_MAX_TRACKED_CONNECTIONS + 500)]
+    for client in clients:
+        middleware._should_close(client)
+    assert len(middleware._connections) == _MAX_TRACKED_CONNECTIONS
+    assert clients[-1] in middleware._connections
+    assert clients[0] not in middleware._connections
