@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
@@ -23,6 +24,7 @@ from reward_service import __version__, openapi
 from reward_service.engine import Graded, ScoringEngine
 from reward_service.errors import (
     BadRequest,
+    ClientGone,
     Overloaded,
     PayloadTooLarge,
     RequestTimeout,
@@ -109,12 +111,15 @@ async def _read_body(request: Request, claim: _Claim, max_bytes: int) -> bytes:
         claim.hold(int(declared))
     chunks = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise PayloadTooLarge(f"body is over the {max_bytes}-byte cap")
-        claim.hold(size)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise PayloadTooLarge(f"body is over the {max_bytes}-byte cap")
+            claim.hold(size)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientGone(f"client hung up after {size} bytes of its body") from None
     return b"".join(chunks)
 
 

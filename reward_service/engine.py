@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from reward_service.errors import Overloaded
 from reward_service.logs import request_id
-from reward_service.pool import DeadlineExceeded, WorkerDied, WorkerPool
+from reward_service.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.samples import Sample
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
 from reward_service.scorers.base import JSON, ScoringInput
@@ -248,6 +248,8 @@ class ScoringEngine:
                 _grade, (name, items), deadline_s, affinity, context
             )
             return result
+        except PoolClosed:
+            raise Overloaded("service is shutting down", retry_after_s=5) from None
         except DeadlineExceeded:
             failure = Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
             event = "grading deadline passed; worker killed and replaced"

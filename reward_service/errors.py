@@ -6,6 +6,7 @@
      │    ├── Unauthorized        401: missing or wrong API token
      │    ├── UnknownScorer       404: no scorer of that name
      │    ├── RequestTimeout      408: body not received within body_timeout_s
+     │    ├── ClientGone          499: the client hung up before its body arrived
      │    └── PayloadTooLarge     413: body or batch over its cap
      ├── Overloaded             503: queue or body-byte budget full, or draining; retry later
      └── ScorerLoadError        a scorer or plugin failed to load (start-up)
@@ -54,6 +55,12 @@ class RequestTimeout(ClientError):
     """The body did not arrive in time; the connection is closed after the answer."""
 
     status_code = 408
+
+
+class ClientGone(ClientError):
+    """The client closed its connection mid-body: nobody is left to answer (nginx's 499)."""
+
+    status_code = 499
 
 
 class PayloadTooLarge(ClientError):

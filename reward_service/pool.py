@@ -60,6 +60,10 @@ class DeadlineExceeded(Exception):
     """The task ran past its deadline; its worker was killed."""
 
 
+class PoolClosed(Exception):
+    """The pool is closing: the task was not run and will not be."""
+
+
 class WorkerDied(Exception):
     """The worker running the task died, on every attempt."""
 
@@ -280,7 +284,7 @@ class WorkerPool:
         `context` is logged if the task's worker dies under it.
         """
         if self._loop is None or self._closing:
-            raise RuntimeError("worker pool is not running")
+            raise PoolClosed("worker pool is not running")
         slot = affinity % self.size if affinity is not None else None
         task = _Task(fn, args, deadline_s, self._loop.create_future(), slot, context or {})
         self._queue.append(task)
@@ -457,7 +461,7 @@ class WorkerPool:
     def _fail_queued(self) -> None:
         for task in self._queue:
             if not task.future.done():
-                task.future.set_exception(RuntimeError("worker pool closed"))
+                task.future.set_exception(PoolClosed("worker pool closed"))
         self._queue.clear()
 
     def _fail_stranded(self) -> None:
@@ -469,7 +473,7 @@ class WorkerPool:
         """Let workers finish the tasks they hold, then stop them.
 
         When it returns, every task's future has resolved: with its result,
-        or with a `RuntimeError` for a task that no worker will run (the
+        or with `PoolClosed` for a task that no worker will run (the
         queued ones at once; those of a worker that dies while closing run on
         another if one is left).
         """

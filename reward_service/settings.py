@@ -19,7 +19,9 @@ MiB = 1024 * 1024
 class Settings(BaseSettings):
     """reward-service settings; each field is also `REWARD_<FIELD>` in the environment."""
 
-    model_config = SettingsConfigDict(env_prefix="REWARD_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="REWARD_", extra="ignore", frozen=True, hide_input_in_errors=True
+    )
 
     host: str = Field("0.0.0.0", description="Address to listen on.")
     port: int = Field(8000, ge=1, le=65535, description="Port to listen on.")

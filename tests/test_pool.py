@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reward_service.pool import DeadlineExceeded, WorkerDied, WorkerPool
+from reward_service.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 
 
 def _noop() -> None:
@@ -126,7 +126,7 @@ def test_closed_pool_refuses_work() -> None:
         pool = WorkerPool(1, _noop)
         await pool.start()
         await pool.close()
-        with pytest.raises(RuntimeError):
+        with pytest.raises(PoolClosed):
             pool.run(_sleep, (0,), 1.0)
 
     asyncio.run(body())
@@ -227,7 +227,7 @@ def test_close_fails_the_task_of_a_worker_killed_while_closing(tmp_path: Path) -
         closing = asyncio.create_task(pool.close(timeout_s=30))
         await asyncio.sleep(0.1)
         os.kill(pid, signal.SIGKILL)
-        with pytest.raises(RuntimeError, match="worker pool closed"):
+        with pytest.raises(PoolClosed, match="worker pool closed"):
             await asyncio.wait_for(running, 20)
         await asyncio.wait_for(closing, 20)
 

@@ -119,3 +119,13 @@ def test_body_timeout_and_byte_budget_defaults(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("REWARD_BODY_TIMEOUT_S", "2.5")
     monkeypatch.setenv("REWARD_MAX_PENDING_BYTES", str(8 * 1024 * 1024))
     assert (Settings().body_timeout_s, Settings().max_pending_bytes) == (2.5, 8 * 1024 * 1024)
+
+
+def test_start_up_errors_never_print_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settings error raised beside a token does not echo the token's value."""
+    monkeypatch.setenv("REWARD_API_TOKEN", "supersecret-token")
+    monkeypatch.setenv("REWARD_DEADLINE_S", "2")
+    with pytest.raises(pydantic.ValidationError) as raised:
+        Settings()
+    assert "deadline_s" in str(raised.value)
+    assert "supersecret" not in str(raised.value)

@@ -130,3 +130,37 @@ def test_body_arriving_in_time_is_graded(strict: LiveServer) -> None:
     answer = asyncio.run(slow_but_whole())
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert answer.endswith(b"0.25")
+
+
+def test_a_client_that_hangs_up_mid_body_is_counted_not_a_server_error(strict: LiveServer) -> None:
+    """A body cut off by the client's close counts as ClientGone, frees its slot, and is no 500."""
+
+    async def hang_up() -> None:
+        parts = urlsplit(strict.url)
+        _, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        head = (
+            f"POST /score/fake HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n"
+        )
+        writer.write(head.encode() + BODY[:20])
+        await writer.drain()
+        await asyncio.sleep(0.3)
+        writer.close()
+        await writer.wait_closed()
+
+    def count(metrics: str, line_start: str) -> float:
+        lines = [line for line in metrics.splitlines() if line.startswith(line_start)]
+        return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+    async def all_hang_up() -> None:
+        await asyncio.wait_for(asyncio.gather(*(hang_up() for _ in range(CAPACITY))), 30)
+
+    before = httpx.get(f"{strict.url}/metrics").text
+    asyncio.run(all_hang_up())
+    probes = asyncio.run(_first_success(strict.url, MARGIN_S))
+    after = httpx.get(f"{strict.url}/metrics").text
+    gone = 'reward_rejected_requests_total{reason="ClientGone"}'
+    assert probes[-1][1] == 200, probes
+    assert count(after, gone) - count(before, gone) == CAPACITY
+    server_errors = 'reward_http_requests_total{code="500"'
+    assert count(after, server_errors) == count(before, server_errors)
