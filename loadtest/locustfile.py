@@ -32,7 +32,7 @@ import gevent.pool
 from locust import FastHttpUser, between, constant, task
 from locust.contrib.fasthttp import ResponseContextManager
 
-from reward_service.workload import (
+from reward_service.bench.workload import (
     chat_prompt,
     grpo_workload,
     hostile_workload,

@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import math
 import os
 import signal
-import socket
 import sys
-from collections.abc import Iterator, Sequence
-from types import FrameType
+from collections.abc import Sequence
 from typing import Any
 
 import pydantic
 
 from reward_service.settings import Settings
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_DRAIN_NOTICE_S = 0.5
-"""After SIGTERM, time the listener stays open with /readyz answering 503 (requests still
-served), so that a prober sees the drain before connections are refused."""
-_KEEPALIVE = (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3))
-"""Probe an idle peer after 30 s, every 10 s; drop it after 3 unanswered probes."""
 _RUN_CHILDREN = frozenset({"serve", "score", "bench"})
 """Commands that start processes (workers, the forkserver, a server) and must outlive them."""
 
@@ -49,97 +39,21 @@ def _settings(overrides: dict[str, Any]) -> Settings:
         sys.exit(f"reward-service: invalid settings:\n{exc}")
 
 
-def bind_sockets(host: str, port: int) -> list[socket.socket]:
-    """Sockets bound to `host:port`, one per address it resolves to, with TCP keepalive.
-
-    Connections accepted on them inherit the keepalive settings (on Linux),
-    so a peer that vanished without a word is dropped after about a minute
-    instead of holding its connection for ever. They are bound but not yet
-    listening: until uvicorn serves them, connecting is refused rather than
-    left waiting behind the workers' warm-up. IPv6 sockets are IPv6-only, as
-    when uvicorn binds them itself.
-    """
-    found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    sockets: list[socket.socket] = []
-    try:
-        for family, kind, proto, _, address in dict.fromkeys(found):
-            sock = socket.socket(family, kind, proto)
-            sockets.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            for option, value in _KEEPALIVE:
-                if hasattr(socket, option):
-                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind(address)
-    except OSError:
-        for sock in sockets:
-            sock.close()
-        raise
-    return sockets
-
-
 def _serve(args: argparse.Namespace) -> None:
-    import uvicorn
-
     from reward_service import logs
-    from reward_service.app import create_app
+    from reward_service.server.serving import serve
 
     settings = _settings({"host": args.host, "port": args.port, "workers": args.workers})
     logs.configure(settings.log_level)
-    try:
-        sockets = bind_sockets(settings.host, settings.port)
-    except OSError as exc:
-        sys.exit(f"reward-service: cannot listen on {settings.host}:{settings.port}: {exc}")
-    app = create_app(settings)
-
-    class _DrainingServer(uvicorn.Server):
-        """Fails readiness the moment SIGTERM (or SIGINT) arrives, then drains as uvicorn does.
-
-        The listener closes `_DRAIN_NOTICE_S` later; a second signal closes
-        it at once (a third, SIGINT, cancels what is left, as in uvicorn).
-        Its own handlers stand in for uvicorn's, which re-raise the signal
-        after shutting down: a drain that completes exits 0, not as a kill.
-        """
-
-        draining = False
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            loop = asyncio.get_running_loop()
-            for sig in _STOP_SIGNALS:
-                loop.add_signal_handler(sig, self.handle_exit, sig, None)
-            try:
-                yield
-            finally:
-                for sig in _STOP_SIGNALS:
-                    loop.remove_signal_handler(sig)
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            if self.draining:
-                super().handle_exit(sig, frame)
-                return
-            self.draining = True
-            app.state.engine.drain()
-            asyncio.get_running_loop().call_later(_DRAIN_NOTICE_S, self._stop_listening)
-
-        def _stop_listening(self) -> None:
-            self.should_exit = True
-
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=math.ceil(settings.drain_s),
-        timeout_keep_alive=75,
-    )
     print(
         f"reward-service: starting {settings.workers} grading workers on "
         f"http://{settings.host}:{settings.port} (default scorer {settings.default_scorer})",
         file=sys.stderr,
     )
-    _DrainingServer(config).run(sockets=sockets)
+    try:
+        serve(settings)
+    except OSError as exc:
+        sys.exit(f"reward-service: cannot listen on {settings.host}:{settings.port}: {exc}")
 
 
 def _parse_label(text: str) -> Any:
@@ -150,8 +64,8 @@ def _parse_label(text: str) -> Any:
 
 
 async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
-    from reward_service.engine import ScoringEngine
-    from reward_service.samples import sample_from_json
+    from reward_service.contracts.slime import sample_from_json
+    from reward_service.grading.engine import ScoringEngine
 
     settings = _settings({"workers": 1})
     engine = ScoringEngine(settings)
@@ -213,11 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _register_optional(commands: Any) -> None:
-    from reward_service.bench import register as register_bench
+    from reward_service.bench.runner import register as register_bench
 
     register_bench(commands)
     try:
-        from reward_service.slime.cli import register as register_slime
+        from reward_service.launcher.commands import register as register_slime
     except ImportError:
         return
     register_slime(commands)

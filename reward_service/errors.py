@@ -11,7 +11,7 @@
      ├── Overloaded             503: queue or body-byte budget full, or draining; retry later
      └── ScorerLoadError        a scorer or plugin failed to load (start-up)
 
-`reward_service.app` is the only place that maps these to HTTP answers.
+`reward_service.server.app` is the only place that maps these to HTTP answers.
 """
 
 from __future__ import annotations

@@ -9,9 +9,6 @@ import socket
 import subprocess
 import sys
 
-import pytest
-
-from reward_service.cli import bind_sockets
 from reward_service.settings import Settings
 
 
@@ -62,32 +59,6 @@ def test_bad_setting_stops_serve_with_message() -> None:
     assert "port" in result.stderr
 
 
-def test_accepted_connections_inherit_tcp_keepalive() -> None:
-    """A connection accepted on a socket from `bind_sockets` probes its peer (SO_KEEPALIVE)."""
-    [listener] = bind_sockets("127.0.0.1", 0)
-    listener.listen()
-    with listener, socket.create_connection(listener.getsockname(), timeout=5):
-        accepted, _ = listener.accept()
-        with accepted:
-            assert accepted.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
-            if sys.platform == "linux":
-                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == 30
-                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == 10
-                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
-
-
-@pytest.mark.skipif(not socket.has_ipv6, reason="no IPv6")
-def test_an_ipv6_host_gets_an_ipv6_only_socket() -> None:
-    """`--host ::1` binds an IPv6 socket, IPv6-only as uvicorn would bind it."""
-    try:
-        [sock] = bind_sockets("::1", 0)
-    except OSError as exc:
-        pytest.skip(f"cannot bind ::1: {exc}")
-    with sock:
-        assert sock.family == socket.AF_INET6
-        assert sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 1
-
-
 def test_serve_on_a_taken_port_fails_with_message() -> None:
     """`serve` on a port already listened on exits non-zero, naming the address."""
     with socket.socket() as taken:
@@ -125,3 +96,18 @@ def test_slime_launch_execs_the_trainer_with_default_sigpipe() -> None:
     assert result.returncode == 0, result.stderr
     ignored = int(result.stdout.split()[1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1))
+
+
+def test_slime_script_prints_the_packaged_launcher() -> None:
+    """`reward-service slime script` prints the bash launcher that execs `slime launch`."""
+    result = subprocess.run(
+        [sys.executable, "-m", "reward_service", "slime", "script"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("#!/usr/bin/env bash\n")
+    assert "-m reward_service slime launch -- \\\n" in result.stdout
+    syntax = subprocess.run(["bash", "-n"], input=result.stdout, text=True, capture_output=True)
+    assert syntax.returncode == 0, syntax.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reward_service.scorers.base import JSON, Score, Scorer
-from reward_service.scorers.math_answer import grade_boxed
+from reward_service.scorers.math_dataset import grade_boxed
 
 THINK_END = "</think>"
 RESPONSE_MARKER = "###Response"

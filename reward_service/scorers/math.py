@@ -1,7 +1,7 @@
 """`math`: SLIME's in-process `--rm-type math`, graded without crashing.
 
 The last `\\boxed{}` (or `\\fbox{}`) of the response is the answer; a boxed
-label is unboxed; a list label holds alternatives. See `math_answer` for
+label is unboxed; a list label holds alternatives. See `math_dataset` for
 the comparison. Unlike SLIME, a label of `0` is graded (SLIME's
 `if not ground_truth` marks it wrong) and odd labels get a status.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reward_service.scorers.base import JSON, Score, Scorer
-from reward_service.scorers.math_answer import grade_boxed
+from reward_service.scorers.math_dataset import grade_boxed
 
 
 class MathScorer(Scorer):

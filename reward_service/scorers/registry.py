@@ -21,7 +21,7 @@ from reward_service.scorers.base import GradingLimits, Scorer
 ENTRY_POINT_GROUP = "reward_service.scorers"
 
 BUILTINS: dict[str, str] = {
-    "math_verify": "reward_service.scorers.math_verify:MathVerifyScorer",
+    "math_verify": "reward_service.scorers.math_verify.scorer:MathVerifyScorer",
     "exact": "reward_service.scorers.exact:ExactScorer",
     "math": "reward_service.scorers.math:MathScorer",
     "deepscaler": "reward_service.scorers.deepscaler:DeepScalerScorer",

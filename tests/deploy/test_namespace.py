@@ -2,7 +2,7 @@
 
 The service lives in namespace `reward-service` as Service `slime-reward`; training
 pods reach it from namespaces labelled `reward-service/client=true`. A change to
-any one of the manifests, `reward_service/slime/config.py` or the docs that the
+any one of the manifests, `reward_service/launcher/config.py` or the docs that the
 others do not follow fails here.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.slime.config import CLIENT_NAMESPACE_LABEL, LaunchConfig
-from reward_service.slime.urls import resolve_url
+from reward_service.launcher.config import CLIENT_NAMESPACE_LABEL, LaunchConfig
+from reward_service.launcher.urls import resolve_url
 
 from .rendering import KUBERNETES, ROOT, Rendered, render_directory
 

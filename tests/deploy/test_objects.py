@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from reward_service.launcher.config import CLIENT_NAMESPACE_LABEL
 from reward_service.settings import Settings
-from reward_service.slime.config import CLIENT_NAMESPACE_LABEL
 
 from .rendering import Rendered
 

@@ -17,7 +17,7 @@ TOKEN_SECRET = "slime-reward-token/token"
 
 
 def _app_paths() -> set[str]:
-    app_module = pytest.importorskip("reward_service.app")
+    app_module = pytest.importorskip("reward_service.server.app")
     app = app_module.create_app(Settings(workers=1))
     return {route.path for route in app.routes if hasattr(route, "path")}
 

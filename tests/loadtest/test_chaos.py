@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from reward_service.bench.workload import grpo_workload, hostile_workload, request_body
 from reward_service.testing import LiveServer, live_server
-from reward_service.workload import grpo_workload, hostile_workload, request_body
 
 CHAOS_S = 24.0
 KILL_EVERY_S = 3.0

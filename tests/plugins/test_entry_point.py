@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reward_service.client import RewardClient
+from reward_service.clients.http import RewardClient
 from reward_service.testing import LiveServer, live_server
 
 PYPROJECT = """\

@@ -1,0 +1,275 @@
+"""`reward-service bench`: the service against plain math_verify, side by side.
+
+For each workload (mixed answer kinds; integer-only labels as in DAPO-Math
+and GSM8K), every side grades a GRPO-shaped set of answers fresh to it (its
+own seed: labels unique per group, 8 answers per group, ~10% truncated), in
+one run on this machine:
+
+* plain: math_verify `parse` + `verify` in as many processes as CPUs, what
+  a peer does in-process;
+* /score: the service over HTTP with a SLIME-like client (one aiohttp
+  session, 64 connections);
+* /score/batch: the service, chunks of 64 answers, eight chunks in flight.
+
+It prints throughputs, ratios to plain, p50/p99 latency, wrong verdicts and
+the service's cache and fast-path hit rates (from its /metrics).
+`--memory-answers N` then streams N more answers and compares the service's
+resident memory (all processes) with its size after warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import time
+from collections.abc import Awaitable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reward_service.bench.workload import grpo_workload, request_body
+from reward_service.cpus import available_cpus
+
+T = TypeVar("T")
+
+WORKLOADS: dict[str, tuple[str, ...] | None] = {"mixed": None, "integer": ("integer",)}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One side's measurement."""
+
+    answers: int
+    seconds: float
+    wrong: int
+    latencies_s: tuple[float, ...] = ()
+
+    @property
+    def rate(self) -> float:
+        return self.answers / self.seconds
+
+    def percentile_ms(self, q: float) -> float:
+        if not self.latencies_s:
+            return float("nan")
+        ordered = sorted(self.latencies_s)
+        return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _plain_init() -> None:
+    import reward_service.bench.reference  # noqa: F401  (math_verify, warm)
+
+
+def _plain_grade(item: dict[str, Any]) -> float:
+    """What a peer does per answer: parse both sides with math_verify and verify."""
+    from reward_service.bench.reference import Case, plain_grade
+
+    return plain_grade(Case(item["response"], item["label"], "bench"))[0]
+
+
+def _wrong(rewards: list[float], items: list[dict[str, Any]]) -> int:
+    return sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
+
+
+def run_plain(items: list[dict[str, Any]], processes: int) -> Run:
+    """Plain math_verify in `processes` processes."""
+    with multiprocessing.get_context("forkserver").Pool(processes, _plain_init) as pool:
+        pool.map(_plain_grade, items[: processes * 2], chunksize=1)
+        started = time.perf_counter()
+        rewards = pool.map(_plain_grade, items, chunksize=4)
+        elapsed = time.perf_counter() - started
+    return Run(len(items), elapsed, _wrong(rewards, items))
+
+
+async def _timed(call: Awaitable[T], latencies: list[float]) -> T:
+    started = time.perf_counter()
+    result = await call
+    latencies.append(time.perf_counter() - started)
+    return result
+
+
+async def _single(url: str, items: list[dict[str, Any]], connections: int) -> Run:
+    import aiohttp
+
+    latencies: list[float] = []
+    connector = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=120)
+    ) as session:
+
+        async def post(item: dict[str, Any]) -> float:
+            async with session.post(f"{url}/score", json=request_body(item)) as resp:
+                resp.raise_for_status()
+                reward: float = await resp.json()
+                return reward
+
+        started = time.perf_counter()
+        rewards = await asyncio.gather(*(_timed(post(item), latencies) for item in items))
+        elapsed = time.perf_counter() - started
+    return Run(len(items), elapsed, _wrong(list(rewards), items), tuple(latencies))
+
+
+async def _batched(url: str, items: list[dict[str, Any]], chunk: int, in_flight: int) -> Run:
+    import aiohttp
+
+    latencies: list[float] = []
+    chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    gate = asyncio.Semaphore(in_flight)
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+
+        async def post(part: list[dict[str, Any]]) -> list[float]:
+            async with gate:
+                body = {"items": [request_body(item) for item in part]}
+                async with session.post(f"{url}/score/batch", json=body) as resp:
+                    resp.raise_for_status()
+                    rewards: list[float] = (await resp.json())["rewards"]
+                    return rewards
+
+        started = time.perf_counter()
+        parts = await asyncio.gather(*(_timed(post(part), latencies) for part in chunks))
+        elapsed = time.perf_counter() - started
+    rewards = [r for part in parts for r in part]
+    return Run(len(items), elapsed, _wrong(rewards, items), tuple(latencies))
+
+
+def _scrape(url: str) -> dict[str, float]:
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+        for sample in family.samples:
+            if sample.name == "reward_cache_lookups_total":
+                key = f"cache_{sample.labels['result']}"
+            elif sample.name == "reward_grading_paths_total":
+                key = f"path_{sample.labels['path']}"
+            else:
+                continue
+            totals[key] = totals.get(key, 0.0) + sample.value
+    return totals
+
+
+def _hit_rates(before: dict[str, float], after: dict[str, float]) -> str:
+    delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
+    lookups = delta.get("cache_hit", 0.0) + delta.get("cache_miss", 0.0)
+    paths = sum(v for k, v in delta.items() if k.startswith("path_"))
+    parts = [f"verdict cache hits {delta.get('cache_hit', 0.0) / lookups:.0%}" if lookups else ""]
+    parts += [
+        f"{key.removeprefix('path_')} {value / paths:.0%}"
+        for key, value in sorted(delta.items())
+        if key.startswith("path_") and paths
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of one process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _CpuShare:
+    text = ""
+
+
+@contextlib.contextmanager
+def _cpu_per_answer(server: Any, answers: int) -> Iterator[_CpuShare]:
+    """Where the CPU went, per answer: server process, workers, this client."""
+    share = _CpuShare()
+    workers = server.worker_pids()
+    server_before = _cpu_seconds(server.process.pid)
+    workers_before = sum(map(_cpu_seconds, workers))
+    client_before = time.process_time()
+    yield share
+    server_ms = (_cpu_seconds(server.process.pid) - server_before) / answers * 1000
+    workers_ms = (sum(map(_cpu_seconds, workers)) - workers_before) / answers * 1000
+    client_ms = (time.process_time() - client_before) / answers * 1000
+    share.text = (
+        f"\n    cpu per answer: server {server_ms:.2f} ms, workers {workers_ms:.2f} ms, "
+        f"client {client_ms:.2f} ms"
+    )
+
+
+def _line(name: str, run: Run, plain: Run | None) -> str:
+    ratio = f"  x{run.rate / plain.rate:.2f} vs plain" if plain else ""
+    latency = (
+        f"  p50 {run.percentile_ms(0.5):.0f} ms  p99 {run.percentile_ms(0.99):.0f} ms"
+        if run.latencies_s
+        else ""
+    )
+    return (
+        f"  {name:<13} {run.answers} answers in {run.seconds:6.2f} s = {run.rate:7.1f}/s"
+        f"{ratio}{latency}  wrong: {run.wrong}"
+    )
+
+
+def _bench(args: argparse.Namespace) -> None:
+    from reward_service.testing import live_server
+
+    workers = args.workers or available_cpus()
+    print(
+        f"bench: {args.answers} answers per side and workload, {workers} processes per side, "
+        f"seed {args.seed}",
+        flush=True,
+    )
+    seed = args.seed
+    with live_server(workers=workers) as server:
+        for workload, kinds in WORKLOADS.items():
+            kinds_arg = {"kinds": kinds} if kinds else {}
+
+            def fresh(kinds_arg: dict[str, Any] = kinds_arg) -> list[dict[str, Any]]:
+                nonlocal seed
+                seed += 1
+                return grpo_workload(seed, args.answers, **kinds_arg)
+
+            print(f"workload {workload}:", flush=True)
+            plain = run_plain(fresh(), workers)
+            print(_line("plain", plain, None), flush=True)
+            asyncio.run(_single(server.url, fresh()[: workers * 4], args.connections))
+            before = _scrape(server.url)
+            items = fresh()
+            with _cpu_per_answer(server, args.answers) as single_cpu:
+                single = asyncio.run(_single(server.url, items, args.connections))
+            print(_line("/score", single, plain) + single_cpu.text, flush=True)
+            items = fresh()
+            with _cpu_per_answer(server, args.answers) as batch_cpu:
+                batch = asyncio.run(_batched(server.url, items, 64, 8))
+            print(_line("/score/batch", batch, plain) + batch_cpu.text, flush=True)
+            print(f"  service: {_hit_rates(before, _scrape(server.url))}", flush=True)
+        if args.memory_answers:
+            _memory(server, args.memory_answers, seed)
+
+
+def _memory(server: Any, answers: int, seed: int) -> None:
+    warm = server.rss_bytes()
+    done = 0
+    started = time.perf_counter()
+    while done < answers:
+        seed += 1
+        items = grpo_workload(seed, min(4096, answers - done), max_chars=8_000)
+        asyncio.run(_batched(server.url, items, 64, 8))
+        done += len(items)
+    after = server.rss_bytes()
+    print(
+        f"memory: {warm / 2**20:.0f} MiB after warm-up, {after / 2**20:.0f} MiB after {done} "
+        f"more answers ({time.perf_counter() - started:.0f} s): x{after / warm:.2f}",
+        flush=True,
+    )
+
+
+def register(commands: Any) -> None:
+    """Add the `bench` command to the CLI."""
+    bench = commands.add_parser("bench", help="benchmark the service against plain math_verify")
+    bench.add_argument("--answers", type=int, default=2000, help="answers per side and workload")
+    bench.add_argument("--workers", type=int, help="processes per side (default: usable CPUs)")
+    bench.add_argument("--connections", type=int, default=64, help="client connections")
+    bench.add_argument("--seed", type=int, default=20261130, help="first workload seed")
+    bench.add_argument(
+        "--memory-answers", type=int, default=0, help="then stream this many answers, check RSS"
+    )
+    bench.set_defaults(run=_bench)

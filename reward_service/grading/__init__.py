@@ -1,0 +1,6 @@
+"""The grading runtime: worker processes, deadlines, screening and fallbacks.
+
+engine   `ScoringEngine`: screens in the server, dispatches to workers, applies fallbacks
+pool     `WorkerPool`: worker processes driven from the event loop, deadlines, respawns
+sample   `Sample`: one answer to grade, with its label and the scorer chosen for it
+"""

@@ -1,0 +1,278 @@
+"""The scoring engine: worker processes, deadlines, screening, fallbacks.
+
+Grading runs in worker processes (`reward_service.grading.pool`), never on the
+event loop nor in threads, so math_verify keeps its signal-based timeouts
+and nothing it does can stall the server. Each grading has a hard deadline;
+a worker that overruns is killed and replaced and the request gets the
+fallback reward with status `timeout`. A worker that dies (OOM, SIGKILL)
+has its task retried once on a fresh worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from reward_service.errors import Overloaded
+from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
+from reward_service.grading.sample import Sample
+from reward_service.logs import request_id
+from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
+from reward_service.scorers.base import JSON, ScoringInput
+from reward_service.settings import Settings
+
+log = logging.getLogger("reward_service.grading.engine")
+
+UNKNOWN_SCORER = "unknown"
+"""`Graded.scorer` of a sample whose label names no registered scorer."""
+_MAX_NAME_ECHO = 64
+
+_registry: ScorerRegistry | None = None
+
+
+def _worker_init(limits: GradingLimits, extra: dict[str, str], memory_mb: int) -> None:
+    """Runs once in each worker: cap its memory, build and warm the scorers."""
+    global _registry
+    cap = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    _registry = ScorerRegistry.discover(limits, extra)
+    _registry.load_all()
+
+
+def _grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
+    """Runs in a worker: grade items with one scorer, every failure a status."""
+    assert _registry is not None, "worker not initialised"
+    try:
+        scores = _registry.get(scorer).score_many(items)
+    except MemoryError:
+        return [Score.error("worker memory cap reached")] * len(items)
+    except Exception as exc:  # a scorer bug must cost its answers, not the worker
+        return [Score.error(f"scorer raised {type(exc).__name__}")] * len(items)
+    if len(scores) != len(items):
+        return [Score.error(f"scorer returned {len(scores)} scores for {len(items)}")] * len(items)
+    return scores
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A finished grading, as the app reports it."""
+
+    score: Score
+    scorer: str
+    """A registered scorer's name, or `UNKNOWN_SCORER`: never a client's string (metrics)."""
+    elapsed_ms: float
+
+    @property
+    def reward(self) -> float:
+        return self.score.reward
+
+    def detail(self) -> dict[str, JSON]:
+        """The detailed answer object (`?detail=1`)."""
+        return {
+            **self.score.details,
+            "reward": self.score.reward,
+            "status": self.score.status.value,
+            "scorer": self.scorer,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+        }
+
+
+class ScoringEngine:
+    """Grades samples in worker processes under a hard deadline each."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: ScorerRegistry | None = None,
+        on_graded: Callable[[Graded], None] | None = None,
+        on_restart: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._on_graded = on_graded or (lambda graded: None)
+        self._on_restart = on_restart or (lambda cause: None)
+        self.limits = GradingLimits(
+            timeout_s=settings.grader_timeout_s,
+            cache_size=settings.gold_cache_size,
+            reward_model_name=settings.reward_model_name,
+            reward_model_max_length=settings.reward_model_max_length,
+            reward_model_threads=settings.reward_model_threads,
+            reward_model_batch_size=settings.reward_model_batch_size,
+        )
+        self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
+        self._pool: WorkerPool | None = None
+        self._draining = False
+        self.in_flight = 0
+
+    @property
+    def ready(self) -> bool:
+        """True while every worker is up and new work is taken."""
+        return not self._draining and self._pool is not None and self._pool.alive > 0
+
+    @property
+    def pool(self) -> WorkerPool | None:
+        return self._pool
+
+    async def start(self) -> None:
+        """Start the workers and wait until each has loaded its scorers."""
+        self.registry.require(self.settings.default_scorer)
+        for name in self.registry.names():
+            self.registry.scorer_class(name)
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
+        pool = WorkerPool(
+            size=self.settings.workers,
+            initializer=_worker_init,
+            initargs=(self.limits, self.settings.extra_scorers, self.settings.worker_memory_mb),
+            max_tasks=self.settings.worker_max_tasks,
+            context=context,
+            on_restart=self._on_restart,
+        )
+        await pool.start()
+        self._pool = pool
+        log.info("grading pool ready", extra={"workers": self.settings.workers})
+
+    def drain(self) -> None:
+        """Stop reporting ready; work already accepted still completes."""
+        self._draining = True
+
+    async def close(self) -> None:
+        """Stop the workers once their current gradings finish."""
+        self._draining = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def grade(self, sample: Sample, scorer: str | None = None) -> Graded:
+        """Grade one sample with `sample.scorer`, else `scorer`, else the default."""
+        if self.in_flight >= self.settings.max_queue:
+            raise Overloaded("grading queue is full", retry_after_s=1)
+        [graded] = await self._grade_all([sample], scorer)
+        return graded
+
+    async def grade_many(
+        self, samples: Sequence[Sample | None], scorer: str | None = None
+    ) -> list[Graded]:
+        """Grade a batch in input order; a None item is graded as an error.
+
+        The whole batch is admitted or refused (503) at once, so a client
+        never gets half a batch.
+        """
+        if samples and self.in_flight + len(samples) > self.settings.max_queue:
+            raise Overloaded(
+                f"batch of {len(samples)} does not fit the grading queue", retry_after_s=1
+            )
+        return await self._grade_all(samples, scorer)
+
+    async def _grade_all(
+        self, samples: Sequence[Sample | None], scorer: str | None
+    ) -> list[Graded]:
+        """Precheck each sample, dispatch the rest in chunks per scorer, keep order."""
+        started = time.perf_counter()
+        default = scorer or self.settings.default_scorer
+        names = [(s.scorer or default) if s is not None else default for s in samples]
+        scores: list[Score | None] = [
+            self._precheck(s, name) if s is not None else Score.error("item is not an object")
+            for s, name in zip(samples, names, strict=True)
+        ]
+        pending: dict[str, list[int]] = {}
+        to_grade: dict[int, Sample] = {}
+        for index, (sample, score) in enumerate(zip(samples, scores, strict=True)):
+            if sample is not None and score is None:
+                pending.setdefault(names[index], []).append(index)
+                to_grade[index] = sample
+        chunks = [
+            (name, indexes[i : i + size])
+            for name, indexes in pending.items()
+            for size in [self.registry.scorer_class(name).batch_size]
+            for i in range(0, len(indexes), size)
+        ]
+        results = await asyncio.gather(
+            *(self._run(name, [to_grade[i] for i in chunk]) for name, chunk in chunks)
+        )
+        for (_, chunk), chunk_scores in zip(chunks, results, strict=True):
+            for index, score in zip(chunk, chunk_scores, strict=True):
+                scores[index] = score
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        graded = [
+            Graded(
+                self._with_fallback(score),
+                name if name in self.registry else UNKNOWN_SCORER,
+                elapsed_ms,
+            )
+            for score, name in zip(scores, names, strict=True)
+            if score is not None
+        ]
+        for item in graded:
+            self._on_graded(item)
+        return graded
+
+    def _with_fallback(self, score: Score) -> Score:
+        if score.status in (Status.TIMEOUT, Status.ERROR):
+            return Score(self.settings.fallback_reward, score.status, score.details)
+        return score
+
+    def _precheck(self, sample: Sample, name: str) -> Score | None:
+        """Answers settled without a worker: unknown scorer, oversized, hazardous."""
+        if name not in self.registry:
+            known = ", ".join(self.registry.names())
+            asked = name[:_MAX_NAME_ECHO] + ("..." if len(name) > _MAX_NAME_ECHO else "")
+            return Score.error(f"unknown scorer {asked!r}; known scorers: {known}")
+        if len(sample.response) > self.settings.max_answer_chars:
+            return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
+        try:
+            return self.registry.scorer_class(name).screen(sample.response, sample.label)
+        except Exception:  # a scorer's bug in screen: the worker grades the answer instead
+            log.exception("scorer screen failed; grading in a worker", extra={"scorer": name})
+            return None
+
+    async def _run(self, name: str, samples: list[Sample]) -> list[Score]:
+        """Grade samples of one scorer in one worker task, under one deadline."""
+        if self._pool is None:
+            raise Overloaded("service is shutting down", retry_after_s=5)
+        items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
+        deadline_s = self.settings.deadline_for(name)
+        self.in_flight += len(samples)
+        try:
+            affinity = hash((name, repr(samples[0].label)))
+            context = {
+                "request_id": request_id.get(),
+                "scorer": name,
+                "answer_excerpt": excerpt(samples[0].response),
+            }
+            result: list[Score] = await self._pool.run(
+                _grade, (name, items), deadline_s, affinity, context
+            )
+            return result
+        except PoolClosed:
+            raise Overloaded("service is shutting down", retry_after_s=5) from None
+        except DeadlineExceeded:
+            failure = Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+            event = "grading deadline passed; worker killed and replaced"
+        except WorkerDied as exc:
+            failure = Score.error(f"worker died ({exc})")
+            event = "grading worker died on this answer twice"
+        except RuntimeError as exc:
+            failure = Score.error(str(exc))
+            event = "grading failed"
+        finally:
+            self.in_flight -= len(samples)
+        log.warning(
+            event,
+            extra={
+                "scorer": name,
+                "answers": len(samples),
+                "answer_excerpt": excerpt(samples[0].response),
+            },
+        )
+        return [failure] * len(samples)
+
+
+def excerpt(text: str, limit: int = 160) -> str:
+    """A short, log-safe view of an answer: its tail, control characters escaped."""
+    tail = text[-limit:]
+    return ("..." if len(text) > limit else "") + tail.encode("unicode_escape").decode("ascii")

@@ -1,0 +1,494 @@
+"""Worker processes driven straight from the event loop.
+
+Why not pebble: killing an idle pebble worker (OOM killer, `kill -9`) marks
+the whole pool broken ("All workers expired"), and idle workers wait for
+tasks while holding a shared pipe lock, so a dead one can stall the rest.
+Here every worker has pipes of its own, which the event loop drives as
+asyncio transports (no threads, no locks, never a blocking write), and a
+dead worker is simply replaced:
+
+* each task has a deadline, counted from when its worker starts it; a
+  worker past it is SIGKILLed and replaced;
+* a worker that dies mid-task has the task retried once on another;
+* workers are recycled after `max_tasks` tasks;
+* each worker holds up to `PIPELINE` tasks, so it starts the next one the
+  moment it finishes one instead of idling through a round trip through the
+  event loop; tasks beyond that wait in a FIFO queue;
+* tasks with the same affinity prefer one worker, whose caches hold them;
+* no child's death can take the pool down: a dead forkserver costs no worker
+  (each is watched through a pidfd of its own once the forkserver is gone,
+  and the next spawn relaunches the forkserver), a spawn that fails is
+  retried, and `close` resolves every task it was given.
+
+Messages use `multiprocessing.connection`'s framing (a 4-byte big-endian
+length, then a pickle), so workers use plain blocking `Connection`s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import functools
+import itertools
+import logging
+import multiprocessing
+import os
+import pickle
+import select
+import signal
+import struct
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+log = logging.getLogger("reward_service.grading.pool")
+
+_READY = "ready"
+_RESPAWN_BACKOFF_S = 1.0
+_HEADER = struct.Struct("!i")
+_LOOKAHEAD = 64
+"""How far into the queue a free worker looks for a task that prefers it."""
+PIPELINE = 2
+"""Tasks sent ahead to one worker: the one it runs and the one it runs next."""
+
+
+class DeadlineExceeded(Exception):
+    """The task ran past its deadline; its worker was killed."""
+
+
+class PoolClosed(Exception):
+    """The pool is closing: the task was not run and will not be."""
+
+
+class WorkerDied(Exception):
+    """The worker running the task died, on every attempt."""
+
+
+def _worker_main(
+    tasks: Connection,
+    results: Connection,
+    initializer: Callable[..., None],
+    initargs: Sequence[Any],
+) -> None:
+    """The loop each worker runs: receive a task, run it, send its result."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    initializer(*initargs)
+    results.send(_READY)
+    while True:
+        try:
+            task = tasks.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        fn, args = task
+        try:
+            results.send((True, fn(*args)))
+        except BaseException as exc:  # report, never die, for any task error
+            results.send((False, f"{type(exc).__name__}: {exc}"))
+
+
+class _Results(asyncio.Protocol):
+    """Reassembles framed messages from a worker's result pipe."""
+
+    def __init__(self, on_message: Callable[[Any], None]) -> None:
+        self._buffer = bytearray()
+        self._on_message = on_message
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        while len(self._buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer)
+            end = _HEADER.size + size
+            if len(self._buffer) < end:
+                return
+            message = pickle.loads(self._buffer[_HEADER.size : end])
+            del self._buffer[:end]
+            self._on_message(message)
+
+
+@dataclass
+class _Task:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    deadline_s: float | None
+    future: asyncio.Future[Any]
+    affinity: int | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """What to log about it should its worker die (request id, excerpt)."""
+    attempts: int = 0
+    """Times a worker started it."""
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    slot: int
+    pidfd: int | None = None
+    orphaned: bool = False
+    """Its forkserver died, so only `pidfd` tells when it exits, and not with what code."""
+    writer: asyncio.WriteTransport | None = None
+    reader: asyncio.ReadTransport | None = None
+    ready: bool = False
+    tasks: collections.deque[_Task] = field(default_factory=collections.deque)
+    """Sent to the worker, in order; the first is running."""
+    timer: asyncio.TimerHandle | None = None
+    done: int = 0
+    exit_cause: str | None = None
+    """Why we stopped it (`deadline`, `recycled`, `closing`); None: it died on its own."""
+
+    @property
+    def available(self) -> bool:
+        return self.ready and self.exit_cause is None and len(self.tasks) < PIPELINE
+
+    def exitcode(self) -> int | None:
+        """How it ended, as its forkserver reported (None: not reported, or no forkserver)."""
+        if self.orphaned:
+            return None
+        self.process.join(0)
+        return self.process.exitcode
+
+    def send(self, message: Any) -> None:
+        self.write(_frame(message))
+
+    def write(self, frame: bytes) -> None:
+        if self.writer is not None and not self.writer.is_closing():
+            self.writer.write(frame)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor of process `pid` itself (never of a later process given its number).
+
+    None where the platform has no pidfds (Linux before 5.3, other systems).
+    """
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _has_exited(pidfd: int) -> bool:
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def _frame(message: Any) -> bytes:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return _HEADER.pack(len(data)) + data
+
+
+class WorkerPool:
+    """A fixed number of worker processes running tasks under deadlines."""
+
+    def __init__(
+        self,
+        size: int,
+        initializer: Callable[..., None],
+        initargs: Sequence[Any] = (),
+        max_tasks: int = 0,
+        context: Any = None,
+        on_restart: Callable[[str], None] | None = None,
+    ) -> None:
+        self.size = size
+        self._initializer = initializer
+        self._initargs = tuple(initargs)
+        self._max_tasks = max_tasks
+        # Any: multiprocessing's contexts share no typed base that has `Process`.
+        self._context: Any = context or multiprocessing.get_context("forkserver")
+        self._on_restart = on_restart or (lambda cause: None)
+        self._workers: list[_Worker] = []
+        self._queue: collections.deque[_Task] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing = False
+        self._spawning: set[asyncio.Task[None]] = set()
+        self._free_slots: list[int] = []
+
+    @property
+    def queued(self) -> int:
+        """Tasks waiting for a worker."""
+        return len(self._queue)
+
+    @property
+    def busy(self) -> int:
+        """Workers running a task."""
+        return sum(bool(w.tasks) for w in self._workers)
+
+    @property
+    def alive(self) -> int:
+        """Workers that are up and initialised."""
+        return sum(w.ready for w in self._workers)
+
+    async def start(self, timeout_s: float = 120.0) -> None:
+        """Spawn the workers and wait until every one has initialised.
+
+        Refuses to start while SIGPIPE has its default action: writing to the
+        pipe of a child that died (a worker, the resource tracker's probe)
+        would then kill this process instead of raising.
+        """
+        if signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL:
+            raise RuntimeError("SIGPIPE must be ignored: a child's death would kill this process")
+        self._loop = asyncio.get_running_loop()
+        for slot in range(self.size):
+            await self._spawn(slot)
+        deadline = time.monotonic() + timeout_s
+        while self.alive < self.size:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {self.alive} of {self.size} workers started")
+            await asyncio.sleep(0.02)
+
+    async def _spawn(self, slot: int) -> None:
+        assert self._loop is not None
+        task_reader, task_writer = self._context.Pipe(duplex=False)
+        result_reader, result_writer = self._context.Pipe(duplex=False)
+        process = self._context.Process(
+            target=_worker_main,
+            args=(task_reader, result_writer, self._initializer, self._initargs),
+            name="reward-service-worker",
+            daemon=True,
+        )
+        try:
+            process.start()
+        except BaseException:
+            task_writer.close()
+            result_reader.close()
+            raise
+        finally:
+            task_reader.close()
+            result_writer.close()
+        worker = _Worker(process, slot, _pidfd(process.pid))
+        self._workers.append(worker)
+        worker.writer, _ = await self._loop.connect_write_pipe(asyncio.BaseProtocol, task_writer)
+        worker.reader, _ = await self._loop.connect_read_pipe(
+            lambda: _Results(lambda message: self._on_message(worker, message)), result_reader
+        )
+        self._loop.add_reader(process.sentinel, self._on_sentinel, worker)
+
+    def run(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        deadline_s: float | None,
+        affinity: int | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> asyncio.Future[Any]:
+        """Queue `fn(*args)` for a worker; the future raises the task's failure.
+
+        Tasks of equal `affinity` prefer one worker (its caches stay warm), as
+        long as that leaves no worker idle and skips at most `_LOOKAHEAD` tasks.
+        `context` is logged if the task's worker dies under it.
+        """
+        if self._loop is None or self._closing:
+            raise PoolClosed("worker pool is not running")
+        slot = affinity % self.size if affinity is not None else None
+        task = _Task(fn, args, deadline_s, self._loop.create_future(), slot, context or {})
+        self._queue.append(task)
+        self._dispatch()
+        return task.future
+
+    def _dispatch(self) -> None:
+        """Fill idle workers first (preferring the queue's affine tasks), then pipelines."""
+        while self._queue:
+            candidates = [w for w in self._workers if w.available]
+            if not candidates:
+                return
+            worker = min(candidates, key=lambda w: (len(w.tasks), not self._has_affine(w)))
+            task = self._next_for(worker)
+            if not task.future.done():
+                self._send(worker, task)
+
+    def _has_affine(self, worker: _Worker) -> bool:
+        window = itertools.islice(self._queue, _LOOKAHEAD)
+        return any(task.affinity == worker.slot for task in window)
+
+    def _next_for(self, worker: _Worker) -> _Task:
+        for index, task in enumerate(itertools.islice(self._queue, _LOOKAHEAD)):
+            if task.affinity == worker.slot:
+                del self._queue[index]
+                return task
+        return self._queue.popleft()
+
+    def _send(self, worker: _Worker, task: _Task) -> None:
+        try:
+            frame = _frame((task.fn, task.args))
+        except Exception as exc:  # e.g. RecursionError on absurdly nested JSON
+            task.future.set_exception(RuntimeError(f"task cannot be sent to a worker: {exc!r}"))
+            return
+        worker.tasks.append(task)
+        worker.write(frame)
+        if len(worker.tasks) == 1:
+            self._started(worker)
+
+    def _started(self, worker: _Worker) -> None:
+        """The worker's first task is running now: count it and start its deadline."""
+        assert self._loop is not None
+        task = worker.tasks[0]
+        task.attempts += 1
+        if task.deadline_s is not None:
+            worker.timer = self._loop.call_later(task.deadline_s, self._on_deadline, worker)
+
+    def _on_message(self, worker: _Worker, message: Any) -> None:
+        if message == _READY:
+            worker.ready = True
+            self._dispatch()
+            return
+        if not worker.tasks:
+            return
+        task = worker.tasks.popleft()
+        if worker.timer is not None:
+            worker.timer.cancel()
+            worker.timer = None
+        worker.done += 1
+        if worker.tasks:
+            self._started(worker)
+        if not task.future.done():
+            succeeded, value = message
+            if succeeded:
+                task.future.set_result(value)
+            else:
+                task.future.set_exception(RuntimeError(value))
+        if self._max_tasks and worker.done >= self._max_tasks and not self._closing:
+            self._retire(worker, "recycled")
+        self._dispatch()
+
+    def _on_deadline(self, worker: _Worker) -> None:
+        worker.timer = None
+        if worker.tasks:
+            task = worker.tasks.popleft()
+            if not task.future.done():
+                task.future.set_exception(DeadlineExceeded(f"past {task.deadline_s} s"))
+        worker.exit_cause = "deadline"
+        self._requeue_waiting(worker)
+        self._kill(worker)
+
+    def _requeue_waiting(self, worker: _Worker) -> None:
+        """Tasks sent to a worker that will never start them go back to the queue's front."""
+        while worker.tasks:
+            self._queue.appendleft(worker.tasks.pop())
+
+    def _kill(self, worker: _Worker) -> None:
+        if worker.pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
+        elif worker.process.pid is not None and worker.process.is_alive():
+            os.kill(worker.process.pid, signal.SIGKILL)
+
+    def _retire(self, worker: _Worker, cause: str) -> None:
+        """Ask a worker to exit after the tasks it holds; `_on_exit` replaces it."""
+        worker.exit_cause = cause
+        worker.send(None)
+
+    def _on_sentinel(self, worker: _Worker) -> None:
+        """The forkserver reported the worker's exit, or died itself (the worker may live on)."""
+        assert self._loop is not None
+        if worker.pidfd is None or _has_exited(worker.pidfd):
+            self._on_exit(worker)
+            return
+        self._loop.remove_reader(worker.process.sentinel)
+        worker.orphaned = True
+        self._loop.add_reader(worker.pidfd, self._on_exit, worker)
+        log.warning(
+            "forkserver died; its grading worker keeps serving", extra={"pid": worker.process.pid}
+        )
+
+    def _on_exit(self, worker: _Worker) -> None:
+        assert self._loop is not None
+        if worker not in self._workers:
+            return
+        self._loop.remove_reader(worker.process.sentinel)
+        if worker.pidfd is not None:
+            self._loop.remove_reader(worker.pidfd)
+            os.close(worker.pidfd)
+            worker.pidfd = None
+        for transport in (worker.writer, worker.reader):
+            if transport is not None:
+                transport.close()
+        exitcode = worker.exitcode()
+        self._workers.remove(worker)
+        if worker.timer is not None:
+            worker.timer.cancel()
+        running = worker.tasks.popleft() if worker.tasks else None
+        if running is not None:
+            self._requeue_waiting(worker)
+            if running.attempts < 2:
+                self._queue.appendleft(running)
+            elif not running.future.done():
+                running.future.set_exception(WorkerDied(f"exit code {exitcode}"))
+        if self._closing:
+            self._dispatch()
+            self._fail_stranded()
+            return
+        cause = worker.exit_cause or "died"
+        self._on_restart(cause)
+        self._free_slots.append(worker.slot)
+        if cause == "died":
+            log.warning(
+                "grading worker died; replacing it",
+                extra={
+                    "pid": worker.process.pid,
+                    "exitcode": exitcode,
+                    "retried": running is not None and running.attempts < 2,
+                    **(running.context if running is not None else {}),
+                },
+            )
+        delay = _RESPAWN_BACKOFF_S if cause == "died" and not worker.ready else 0.0
+        self._loop.call_later(delay, self._respawn)
+        self._dispatch()
+
+    def _respawn(self) -> None:
+        if not self._closing:
+            assert self._loop is not None
+            slot = self._free_slots.pop(0)
+            spawning = self._loop.create_task(self._spawn(slot))
+            self._spawning.add(spawning)
+            spawning.add_done_callback(functools.partial(self._spawned, slot))
+
+    def _spawned(self, slot: int, spawning: asyncio.Task[None]) -> None:
+        """A respawn ended; one that failed (say, the forkserver died mid-spawn) is retried."""
+        assert self._loop is not None
+        self._spawning.discard(spawning)
+        if not spawning.cancelled() and spawning.exception() is not None:
+            log.error("could not start a grading worker; retrying", exc_info=spawning.exception())
+            self._free_slots.append(slot)
+            self._loop.call_later(_RESPAWN_BACKOFF_S, self._respawn)
+        self._dispatch()
+
+    def _fail_queued(self) -> None:
+        for task in self._queue:
+            if not task.future.done():
+                task.future.set_exception(PoolClosed("worker pool closed"))
+        self._queue.clear()
+
+    def _fail_stranded(self) -> None:
+        """While closing: fail the queued tasks once no worker is left to start them."""
+        if not any(w.ready and w.exit_cause is None for w in self._workers):
+            self._fail_queued()
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Let workers finish the tasks they hold, then stop them.
+
+        When it returns, every task's future has resolved: with its result,
+        or with `PoolClosed` for a task that no worker will run (the
+        queued ones at once; those of a worker that dies while closing run on
+        another if one is left).
+        """
+        self._closing = True
+        self._fail_queued()
+        if self._spawning:
+            await asyncio.wait(set(self._spawning))
+        deadline = time.monotonic() + timeout_s
+        while self.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        for worker in list(self._workers):
+            self._retire(worker, "closing")
+        self._fail_stranded()
+        while self._workers and time.monotonic() < deadline + 1:
+            await asyncio.sleep(0.02)
+        for worker in list(self._workers):
+            self._kill(worker)
+            self._on_exit(worker)

@@ -1,1 +1,0 @@
-"""Adapters that plug reward-service into RL frameworks' own reward hooks."""

@@ -1,0 +1,75 @@
+"""Scoring URLs: build the in-cluster one, and derive its sibling endpoints.
+
+Pure string work, no I/O. SLIME posts to `--rm-url` exactly as given, so
+every URL here is the one SLIME will use, or one derived from it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from reward_service.launcher.config import ConfigError, LaunchConfig
+
+CLUSTER_DOMAIN = "svc.cluster.local"
+
+
+def service_url(service: str, namespace: str, port: int, scorer: str | None = None) -> str:
+    """`http://<service>.<namespace>.svc.cluster.local:<port>/score[/<scorer>]`."""
+    path = "/score" if not scorer else f"/score/{quote(scorer, safe='')}"
+    return f"http://{service}.{namespace}.{CLUSTER_DOMAIN}:{port}{path}"
+
+
+def with_token(url: str, token: str) -> str:
+    """The same URL in the token path form, `/t/<token>/score...`, which SLIME can send."""
+    parts = urlsplit(url)
+    if parts.path != "/score" and not parts.path.startswith("/score/"):
+        raise ConfigError(
+            "SLIME_REWARD_TOKEN is set but the scoring URL's path is not /score[/<scorer>]: "
+            "put the token in the URL yourself (/t/<token>/score) and unset SLIME_REWARD_TOKEN"
+        )
+    return urlunsplit(parts._replace(path=f"/t/{token}{parts.path}"))
+
+
+def with_detail(url: str) -> str:
+    """The same URL asking for the detail object (`?detail=1`), if it does not already."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "detail"]
+    query.append(("detail", "1"))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def resolve_url(config: LaunchConfig) -> str:
+    """The URL SLIME should post to: the explicit one, else the Service's DNS name.
+
+    With a token it is in the URL's path; with detail, in its query.
+    """
+    url = config.url or service_url(config.service, config.namespace, config.port, config.scorer)
+    if config.token:
+        url = with_token(url, config.token)
+    return with_detail(url) if config.detail else url
+
+
+def readyz_url(url: str) -> str:
+    """The service's `/readyz`, on the scoring URL's host and port."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/readyz", "", ""))
+
+
+def batch_url(url: str) -> str:
+    """The batch endpoint beside a scoring URL: `/score[/<scorer>]/batch`, query kept."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/batch"))
+
+
+def scorer_url(url: str, scorer: str) -> str | None:
+    """The scoring URL for another scorer on the same service; None if `url` is not `/score…`."""
+    parts = urlsplit(url)
+    segments = parts.path.rstrip("/").split("/")
+    if segments[-1] == "score":
+        base = segments
+    elif len(segments) >= 2 and segments[-2] == "score":
+        base = segments[:-1]
+    else:
+        return None
+    path = "/".join([*base, quote(scorer, safe="")])
+    return urlunsplit(parts._replace(path=path))

@@ -1,0 +1,315 @@
+"""The default scorer: HuggingFace math_verify, configured for RL rewards.
+
+Extraction config, and why:
+
+* Answer: `\\boxed{}` first (`boxed_match_priority=0`), then LaTeX or plain
+  expressions only after an anchor such as "final answer is" or "Answer:"
+  (`try_extract_without_anchor=False`). A truncated chain of thought whose
+  last line happens to hold the gold number earns nothing: rewarding it
+  teaches the policy to stop mid-thought.
+* `extraction_mode="first_match"`: only the last box (or last anchored
+  answer) counts; math_verify does not fall back to earlier numbers in the
+  reasoning, which would reward answers the model did not commit to.
+* Gold: wrapped in `\\boxed{}` unless already boxed (a bare `\\sqrt{2}`
+  parses to nothing), parsed with math_verify's default config, cached.
+* `verify(gold, answer)` in that order: the comparison is not symmetric.
+
+math_verify's own timeouts (`signal.alarm`, whole seconds) stay on: workers
+run this on their main thread. `parse` and `verify` are called with
+`raise_on_error=True`, so a timeout arrives as math_verify's
+`TimeoutException` and becomes the `timeout` status, whatever the logging
+configuration or start method; other errors keep math_verify's default
+meaning (nothing parsed, not equal).
+
+Speed, with the verdict unchanged (see `extract` for the proof):
+
+* path `inline`: a final `\\boxed{<integer>}` (or `$\\boxed{<integer>}$`)
+  graded against integer golds is settled by `screen` in the server
+  process, with no worker round trip (`inline`);
+* path `region`: when the deciding box can be pinned down cheaply, only
+  `\\boxed{<content>}` is parsed, not the whole chain of thought;
+* path `fast`: plain numbers in that box (and in simple gold labels) are read
+  straight into math_verify's sympy values; two plain integers are compared
+  without sympy at all;
+* path `full`: anything else goes through math_verify whole, as before;
+* gold parses per label and verdicts per (gold texts, normalised answer) sit
+  in caches of `limits.cache_size` entries each, so the interleaved answers
+  of many groups still hit. `Score.details` says which path settled an
+  answer and whether the verdict came from the cache; `stats` counts both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.labels import boxed, gold_texts
+from reward_service.scorers.math_verify import inline
+from reward_service.scorers.math_verify.hazards import answer_region, find_hazard
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+_CACHEABLE_CHARS = 2000
+"""Longer labels and answers are graded but not cached: the caches bound entries, not bytes."""
+
+_PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
+"""Gold texts that cannot hold an extraction anchor, so their box alone decides."""
+
+
+class _BoundedCache(Generic[K, V]):
+    """A least-recently-used map holding at most `size` entries."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        if self._size <= 0:
+            return
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass
+class GradingStats:
+    """How a scorer's answers were settled, for callers to read.
+
+    `fast`, `region` and `full` count the answers graded along each path;
+    an answer whose verdict came from the cache counts in `verdict_hits`
+    instead, so the five answer counters add up to the answers graded.
+    """
+
+    fast: int = 0
+    region: int = 0
+    full: int = 0
+    verdict_hits: int = 0
+    verdict_misses: int = 0
+    gold_hits: int = 0
+    gold_misses: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a JSON-ready mapping."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Gold:
+    """A gold text parsed as math_verify parses it."""
+
+    parsed: list[Any]
+    integer: int | None = None
+    """Its value when it is a plain integer read on the fast path."""
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    correct: bool
+    path: str
+
+
+class MathVerifyScorer(Scorer):
+    """1.0 when math_verify finds the boxed answer equal to the gold, else 0.0."""
+
+    name = "math_verify"
+    inline_integers: ClassVar[bool] = True
+    """`screen` settles bare-integer answers itself. `inline`
+    proves those verdicts for this class's extraction config only: a
+    subclass that changes the config must set this False."""
+
+    def __init__(self, limits: GradingLimits | None = None) -> None:
+        super().__init__(limits)
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+        from math_verify.errors import TimeoutException
+        from math_verify.utils import timeout
+
+        from reward_service.scorers.math_verify import extract, values
+
+        self._extract = extract
+        self._values = values
+        self._parse = parse
+        self._verify = verify
+        self._timeout_error = TimeoutException
+        self._read_answer = timeout(self.limits.timeout_s)(self._read_answer_untimed)
+        self._answer_config = (extract.ANSWER_LATEX, extract.ANSWER_EXPR)
+        self._gold_config = (LatexExtractionConfig(), ExprExtractionConfig())
+        self._timed_out = False
+        """Whether math_verify timed out during the answer being graded."""
+        self._golds: _BoundedCache[str, _Gold] = _BoundedCache(self.limits.cache_size)
+        self._verdicts: _BoundedCache[tuple[tuple[str, ...], str], _Verdict] = _BoundedCache(
+            self.limits.cache_size
+        )
+        self.stats = GradingStats()
+
+    @classmethod
+    def screen(cls, response: str, label: JSON) -> Score | None:
+        settled = inline.settle(response, label) if cls.inline_integers else None
+        if settled is not None:
+            return settled
+        hazard = find_hazard(answer_region(response))
+        return Score.no_answer(f"rejected: {hazard}") if hazard else None
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        texts = gold_texts(label)
+        if isinstance(texts, str):
+            return Score.error(texts)
+        self._timed_out = False
+        golds = [self._gold(text) for text in texts]
+        gold = [parsed for entry in golds for parsed in entry.parsed]
+        if not gold:
+            return self._unreadable("gold label could not be parsed", gold=texts[0])
+        try:
+            found = self._read_answer(response)
+        except self._timeout_error:
+            return self._timed_out_score(path="region")
+        if found is None:
+            return self._grade_full(gold, response)
+        content, latex = found
+        key = (tuple(texts), latex)
+        cached = self._verdicts.get(key)
+        if cached is not None:
+            self.stats.verdict_hits += 1
+            return Score.verdict(cached.correct, pred=latex[:200], path=cached.path, cache="hit")
+        self.stats.verdict_misses += 1
+        return self._grade_region(golds, gold, content, latex, key)
+
+    def _gold(self, text: str) -> _Gold:
+        entry = self._golds.get(text)
+        if entry is not None:
+            self.stats.gold_hits += 1
+            return entry
+        self.stats.gold_misses += 1
+        entry = self._read_plain_gold(text) or _Gold(self._parsed(boxed(text), self._gold_config))
+        if not self._timed_out and len(text) <= _CACHEABLE_CHARS:
+            self._golds.put(text, entry)
+        return entry
+
+    def _read_answer_untimed(self, response: str) -> tuple[str, str] | None:
+        """The deciding box content of `response` and its normalised LaTeX, if provable."""
+        content = self._extract.final_box(response)
+        return None if content is None else (content, self._extract.normalized(content))
+
+    def _read_plain_gold(self, text: str) -> _Gold | None:
+        """A plain-number gold read without antlr; its box is the only match there is."""
+        if not _PLAIN_GOLD.fullmatch(text):
+            return None
+        try:
+            found = self._read_answer(boxed(text))
+        except self._timeout_error:
+            return None
+        if found is None:
+            return None
+        latex = found[1]
+        value = self._values.exact_value(latex)
+        if value is None:
+            return None
+        return _Gold([value, latex], self._values.plain_integer(latex))
+
+    def _grade_region(
+        self,
+        golds: list[_Gold],
+        gold: list[Any],
+        content: str,
+        latex: str,
+        key: tuple[tuple[str, ...], str],
+    ) -> Score:
+        integer = self._values.plain_integer(latex)
+        if integer is not None and all(entry.integer is not None for entry in golds):
+            self.stats.fast += 1
+            return self._settle(key, any(entry.integer == integer for entry in golds), "fast")
+        value = self._values.exact_value(latex)
+        if value is not None:
+            self.stats.fast += 1
+            path, answer = "fast", [value, latex]
+        else:
+            self.stats.region += 1
+            path = "region"
+            answer = self._parsed(self._extract.region(content), self._answer_config)
+        if not answer:
+            return self._unreadable("no answer found", reward_if_read=True, path=path)
+        correct = self._equal(gold, answer)
+        return self._settle(key, correct, path)
+
+    def _settle(self, key: tuple[tuple[str, ...], str], correct: bool, path: str) -> Score:
+        """The verdict on a region answer, cached unless a timeout may have caused it."""
+        latex = key[1]
+        if not correct and self._timed_out:
+            return self._timed_out_score(pred=latex[:200], path=path)
+        if sum(map(len, key[0])) + len(latex) <= _CACHEABLE_CHARS:
+            self._verdicts.put(key, _Verdict(correct, path))
+        return Score.verdict(correct, pred=latex[:200], path=path, cache="miss")
+
+    def _grade_full(self, gold: list[Any], response: str) -> Score:
+        self.stats.full += 1
+        answer = self._parsed(response, self._answer_config)
+        if not answer:
+            return self._unreadable("no answer found", reward_if_read=True, path="full")
+        correct = self._equal(gold, answer)
+        pred = str(answer[-1])[:200]
+        if not correct and self._timed_out:
+            return self._timed_out_score(pred=pred, path="full")
+        return Score.verdict(bool(correct), pred=pred, path="full")
+
+    def _parsed(self, text: str, config: tuple[Any, ...]) -> list[Any]:
+        """math_verify's `parse(text)`, first match; a timeout is noted and parses to nothing."""
+        try:
+            return list(
+                self._parse(
+                    text,
+                    config,
+                    extraction_mode="first_match",
+                    parsing_timeout=self.limits.timeout_s,
+                    raise_on_error=True,
+                )
+            )
+        except self._timeout_error:
+            self._timed_out = True
+        except Exception as exc:  # math_verify's default: what fails to parse parses to nothing
+            _reraise_thread_misuse(exc)
+        return []
+
+    def _equal(self, gold: list[Any], answer: list[Any]) -> bool:
+        """math_verify's `verify(gold, answer)`, pair by pair, so a timeout is noted, not logged."""
+        for expected, found in itertools.product(gold, answer):
+            try:
+                if self._verify(
+                    expected, found, timeout_seconds=self.limits.timeout_s, raise_on_error=True
+                ):
+                    return True
+            except self._timeout_error:
+                self._timed_out = True
+            except Exception as exc:  # math_verify's default: a pair that fails is not equal
+                _reraise_thread_misuse(exc)
+        return False
+
+    def _timed_out_score(self, **details: JSON) -> Score:
+        return Score(0.0, Status.TIMEOUT, {"reason": "math_verify timed out", **details})
+
+    def _unreadable(self, reason: str, reward_if_read: bool = False, **details: JSON) -> Score:
+        if self._timed_out:
+            return self._timed_out_score(**details)
+        if reward_if_read:
+            return Score.no_answer(reason, **details)
+        return Score.error(reason, **details)
+
+
+def _reraise_thread_misuse(exc: Exception) -> None:
+    """math_verify's signal timeouts need the main thread; off it, failing loudly beats 0.0."""
+    if isinstance(exc, ValueError) and "threaded environment" in str(exc):
+        raise exc

@@ -1,0 +1,140 @@
+"""Prometheus metrics: what an operator needs beside a multi-day RL run.
+
+Each app gets its own registry, so several apps (tests) never clash.
+
+Every label value comes from a small fixed set, so the series (and the
+memoised children) are bounded whatever clients send: routes are route
+templates or `unmatched`, scorers registered names or `unknown` (the
+engine sees to it), and the `path` and `cache` facts scorers report are
+kept only when they are among the values below, else counted as `other`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from reward_service.grading.engine import Graded
+
+__all__ = ["CONTENT_TYPE_LATEST", "ServiceMetrics"]
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+_PATHS = frozenset({"inline", "fast", "region", "full"})
+_CACHE_RESULTS = frozenset({"hit", "miss"})
+_OTHER = "other"
+
+
+class ServiceMetrics:
+    """The service's metrics, registered in a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        r = self.registry
+        self.requests = Counter(
+            "reward_http_requests",
+            "HTTP requests by route and status code.",
+            ["route", "code"],
+            registry=r,
+        )
+        self.body_bytes = Histogram(
+            "reward_http_request_body_bytes",
+            "Request body sizes (Content-Length).",
+            ["route"],
+            buckets=_SIZE_BUCKETS,
+            registry=r,
+        )
+        self.grading_seconds = Histogram(
+            "reward_grading_seconds",
+            "Time from dispatch to reward, by scorer.",
+            ["scorer"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.outcomes = Counter(
+            "reward_outcomes",
+            "Graded answers by scorer and status.",
+            ["scorer", "status"],
+            registry=r,
+        )
+        self.worker_restarts = Counter(
+            "reward_worker_restarts", "Grading workers replaced, by cause.", ["cause"], registry=r
+        )
+        self.cache_lookups = Counter(
+            "reward_cache_lookups",
+            "Scorer verdict-cache lookups by result (hit, miss, other).",
+            ["scorer", "result"],
+            registry=r,
+        )
+        self.grading_paths = Counter(
+            "reward_grading_paths",
+            "Which grading path settled an answer (inline, fast, region, full, other).",
+            ["scorer", "path"],
+            registry=r,
+        )
+        self.rejected = Counter(
+            "reward_rejected_requests",
+            "Requests refused before grading, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "reward_gradings_in_flight", "Gradings accepted and not yet answered.", registry=r
+        )
+        self.queued = Gauge(
+            "reward_gradings_queued", "Gradings waiting for a free worker.", registry=r
+        )
+        self.workers_alive = Gauge(
+            "reward_workers_alive", "Grading workers up and initialised.", registry=r
+        )
+        self.ready = Gauge("reward_ready", "1 while /readyz answers 200.", registry=r)
+
+    def watch(
+        self,
+        in_flight: Callable[[], float],
+        queued: Callable[[], float],
+        alive: Callable[[], float],
+        ready: Callable[[], float],
+    ) -> None:
+        """Read the gauges from the engine when scraped."""
+        self.in_flight.set_function(in_flight)
+        self.queued.set_function(queued)
+        self.workers_alive.set_function(alive)
+        self.ready.set_function(ready)
+
+    def record(self, graded: Graded) -> None:
+        """Count one finished grading."""
+        scorer, details = graded.scorer, graded.score.details
+        self._child(self.outcomes, scorer, graded.score.status.value).inc()
+        self._child(self.grading_seconds, scorer).observe(graded.elapsed_ms / 1000)
+        cache = details.get("cache")
+        if cache is not None:
+            self._child(self.cache_lookups, scorer, _known(cache, _CACHE_RESULTS)).inc()
+        path = details.get("path")
+        if path is not None:
+            self._child(self.grading_paths, scorer, _known(path, _PATHS)).inc()
+
+    def count_request(self, route: str, code: int, body_bytes: int | None) -> None:
+        """Count one HTTP request and its body size."""
+        self._child(self.requests, route, str(code)).inc()
+        if body_bytes is not None:
+            self._child(self.body_bytes, route).observe(body_bytes)
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, memoised: it is on every request's path."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _known(value: object, known: frozenset[str]) -> str:
+    return value if isinstance(value, str) and value in known else _OTHER

@@ -1,0 +1,197 @@
+"""The batch adapter SLIME loads with --custom-rm-path."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from reward_service.clients.slime_batch import RewardClient, ServiceUnavailable, aclose, batched_rm
+from reward_service.testing import Reply, StandIn, free_port
+from tests.stand_in import grade_like_math
+
+
+@dataclass
+class Sample:
+    """Shaped like SLIME's `Sample`, as far as a reward function sees it."""
+
+    prompt: Any
+    response: str
+    label: Any
+    metadata: dict[str, Any] = field(default_factory=dict)
+    reward: Any = None
+
+
+RIGHT = Sample("1+1?", "so \\boxed{2}", "2")
+WRONG = Sample("1+1?", "so \\boxed{3}", "2")
+
+
+def _batch(body: Any) -> Reply:
+    return Reply(200, {"rewards": [grade_like_math(item) for item in body["items"]]})
+
+
+def _one(body: Any) -> Reply:
+    return Reply(200, grade_like_math(body))
+
+
+@pytest.fixture
+async def pooled() -> AsyncIterator[None]:
+    """Closes the adapter's pooled clients of this event loop after the test."""
+    yield
+    await aclose()
+
+
+async def test_single_sample_gets_one_reward(stand_in: StandIn, pooled: None) -> None:
+    """Called with one sample, as SLIME's async_rm does, the adapter answers one number."""
+    stand_in.route("/score", _one)
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, RIGHT) == 1.0
+    assert await batched_rm(args, WRONG) == 0.0
+
+
+async def test_group_goes_to_the_batch_endpoint(stand_in: StandIn, pooled: None) -> None:
+    """A list is scored in one batch request, rewards in input order."""
+    stand_in.route("/score/batch", _batch)
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, [RIGHT, WRONG, WRONG, RIGHT]) == [1.0, 0.0, 0.0, 1.0]
+    assert stand_in.paths() == ["/score/batch"]
+
+
+async def test_reward_key_wraps_each_reward(stand_in: StandIn, pooled: None) -> None:
+    """With --reward-key set, each reward is an object SLIME reads under that key."""
+    stand_in.route("/score/batch", _batch)
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score", reward_key="reward")
+    assert await batched_rm(args, [RIGHT, WRONG]) == [{"reward": 1.0}, {"reward": 0.0}]
+
+
+async def test_inplace_sets_sample_rewards(stand_in: StandIn, pooled: None) -> None:
+    """Called with inplace_set_reward_field, the adapter sets sample.reward and returns None."""
+    stand_in.route("/score/batch", _batch)
+    group = [Sample("1+1?", "so \\boxed{2}", "2"), Sample("1+1?", "so \\boxed{3}", "2")]
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, group, inplace_set_reward_field=True) is None
+    assert [sample.reward for sample in group] == [1.0, 0.0]
+
+
+async def test_without_batch_endpoint_posts_one_by_one(stand_in: StandIn) -> None:
+    """A 404 on /batch falls back to SLIME-shaped single posts, and is remembered."""
+    stand_in.route("/score", _one)
+    async with RewardClient(f"{stand_in.url}/score") as client:
+        assert await client.score([WRONG, RIGHT]) == [0.0, 1.0]
+        assert await client.score([RIGHT]) == [1.0]
+    assert stand_in.paths() == ["/score/batch", "/score", "/score", "/score"]
+    single = [body for _, path, body in stand_in.requests if path == "/score"]
+    assert {"prompt": "1+1?", "response": "so \\boxed{3}", "label": "2"} in single[:2]
+    assert sorted(body["response"] for body in single) == sorted(
+        ["so \\boxed{3}", "so \\boxed{2}", "so \\boxed{2}"]
+    )
+
+
+async def test_one_bad_sample_gets_the_fallback(
+    stand_in: StandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An unsendable sample and one the service refuses get 0.0; the rest are graded."""
+    stand_in.route("/score/batch", lambda _: Reply(400, {"error": "bad item 1"}))
+    stand_in.route(
+        "/score", lambda body: Reply(400, {"error": "bad"}) if body["label"] == [] else _one(body)
+    )
+    unsendable = Sample("p", "r", {1, 2})
+    refused = Sample("p", "so \\boxed{2}", [])
+    with caplog.at_level(logging.WARNING, "reward_service.clients.slime_batch"):
+        async with RewardClient(f"{stand_in.url}/score") as client:
+            assert await client.score([RIGHT, unsendable, refused, RIGHT]) == [1.0, 0.0, 0.0, 1.0]
+    warnings = [record.getMessage() for record in caplog.records]
+    assert any("sample 1 cannot be sent" in line for line in warnings)
+    assert any("sample 2 refused (HTTP 400" in line for line in warnings)
+
+
+async def test_non_number_reward_gets_the_fallback(stand_in: StandIn) -> None:
+    """A null or text reward in the batch answer becomes 0.0 for that sample only."""
+    stand_in.route("/score/batch", lambda _: Reply(200, {"rewards": [1.0, None, "x", 0.5]}))
+    async with RewardClient(f"{stand_in.url}/score") as client:
+        assert await client.score([RIGHT] * 4) == [1.0, 0.0, 0.0, 0.5]
+
+
+async def test_overload_is_retried_after_retry_after(stand_in: StandIn) -> None:
+    """503 with Retry-After is waited out and retried, then graded."""
+    answers = iter([Reply(503, {"error": "busy"}, {"Retry-After": "0"})])
+    stand_in.route("/score/batch", lambda body: next(answers, None) or _batch(body))
+    async with RewardClient(f"{stand_in.url}/score", backoff_s=0.01) as client:
+        assert await client.score([RIGHT, WRONG]) == [1.0, 0.0]
+    assert stand_in.paths() == ["/score/batch", "/score/batch"]
+
+
+async def test_server_error_is_not_retried(stand_in: StandIn) -> None:
+    """A 500 is a service bug: that sample gets 0.0 at once, the rest are graded."""
+    stand_in.route("/score/batch", lambda _: Reply(500, {"error": "bug"}))
+    stand_in.route(
+        "/score", lambda body: Reply(500, {"error": "bug"}) if body["label"] == [] else _one(body)
+    )
+    buggy = Sample("p", "so \\boxed{2}", [])
+    async with RewardClient(f"{stand_in.url}/score", backoff_s=0.01) as client:
+        assert await client.score([RIGHT, buggy]) == [1.0, 0.0]
+    assert stand_in.paths().count("/score/batch") == 1
+    assert stand_in.paths().count("/score") == 2
+
+
+async def test_service_overloaded_past_the_last_attempt_raises(stand_in: StandIn) -> None:
+    """A service that stays at 503 stops the rollout, naming the status."""
+    stand_in.route("/score/batch", lambda _: Reply(503, {"error": "busy"}, {"Retry-After": "0"}))
+    async with RewardClient(f"{stand_in.url}/score", attempts=3, backoff_s=0.01) as client:
+        with pytest.raises(ServiceUnavailable, match="after 3 attempts: HTTP 503"):
+            await client.score([RIGHT])
+    assert stand_in.paths() == ["/score/batch"] * 3
+
+
+async def test_service_down_raises_after_bounded_attempts() -> None:
+    """With nothing listening the adapter stops the rollout instead of inventing rewards."""
+    url = f"http://127.0.0.1:{free_port()}/score"
+    async with RewardClient(url, attempts=2, backoff_s=0.01) as client:
+        with pytest.raises(ServiceUnavailable, match="after 2 attempts: ConnectError"):
+            await client.score([RIGHT])
+
+
+async def test_metadata_scorer_routes_the_sample(stand_in: StandIn) -> None:
+    """`metadata["scorer"]` sends that sample to /score/<scorer>, others stay on the URL."""
+    stand_in.route("/score/batch", _batch)
+    stand_in.route("/score/exact/batch", lambda body: Reply(200, {"rewards": [0.5]}))
+    routed = Sample("p", "r", "l", metadata={"scorer": "exact"})
+    async with RewardClient(f"{stand_in.url}/score") as client:
+        assert await client.score([RIGHT, routed, WRONG]) == [1.0, 0.5, 0.0]
+    assert sorted(stand_in.paths()) == ["/score/batch", "/score/exact/batch"]
+
+
+async def test_detail_answers_are_read(stand_in: StandIn) -> None:
+    """With a ?detail=1 URL the reward is taken from each detail object."""
+    stand_in.route("/score?detail=1", lambda body: Reply(200, {"reward": 1.0, "status": "ok"}))
+    async with RewardClient(f"{stand_in.url}/score?detail=1") as client:
+        assert await client.score([RIGHT]) == [1.0]
+
+
+async def test_against_the_real_service(reward_url: str, pooled: None) -> None:
+    """The real service grades a group through the adapter, batch endpoint or not."""
+    samples = [
+        Sample([{"role": "user", "content": "1+1?"}], "The answer is \\boxed{2}", "2"),
+        Sample("1+1?", "The answer is \\boxed{3}", "2"),
+        Sample("sqrt 2?", "\\boxed{\\sqrt{2}}", "\\sqrt{2}", metadata={"scorer": "math_verify"}),
+        Sample("1+1?", "", None),
+    ]
+    rewards = await batched_rm(SimpleNamespace(rm_url=f"{reward_url}/score"), samples)
+    assert rewards == [1.0, 0.0, 1.0, 0.0]
+
+
+async def test_metadata_reward_options_reach_the_scorer(stand_in: StandIn, pooled: None) -> None:
+    """`metadata["reward_options"]` turns the label into a label object with those options."""
+    stand_in.route("/score/choice/batch", lambda body: Reply(200, {"rewards": [1.0]}))
+    options = {"choices": ["London", "Paris"]}
+    sample = Sample(
+        "capital?", "Answer: B", "Paris", {"scorer": "choice", "reward_options": options}
+    )
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, [sample]) == [1.0]
+    [(_, _, body)] = stand_in.requests
+    assert body["items"][0]["label"] == {"choices": ["London", "Paris"], "answer": "Paris"}

@@ -1,0 +1,49 @@
+"""The `math_verify` scorer gives plain math_verify's verdict on every generated answer."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from reward_service.bench.reference import Case, plain_grade
+from reward_service.scorers.base import GradingLimits
+from reward_service.scorers.math_verify.scorer import MathVerifyScorer
+from tests.scorers.math_verify.cases import generate_cases
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _disagreements(cases: list[Case]) -> tuple[list[str], Counter[str]]:
+    """Cases where the service's reward or read answer differs from plain math_verify's.
+
+    As in the service: `screen` first (in the server), then `score` (in a worker).
+    """
+    scorer = MathVerifyScorer(GradingLimits(cache_size=256))
+    wrong: list[str] = []
+    paths: Counter[str] = Counter()
+    for case in cases:
+        reward, pred = plain_grade(case)
+        score = MathVerifyScorer.screen(case.response, case.label) or scorer.score(
+            None, case.response, case.label, {}
+        )
+        paths[str(score.details.get("path"))] += 1
+        if score.reward != reward or (pred is not None and score.details.get("pred") != pred):
+            wrong.append(f"{case.kind} {case.label!r} {case.response[-200:]!r}: {reward} {score}")
+    return wrong, paths
+
+
+def test_agrees_with_plain_math_verify_on_5000_cases() -> None:
+    """4,000 mixed and 1,000 integer-only answers get plain math_verify's reward and answer."""
+    cases = generate_cases(seed=20240, count=4000) + generate_cases(20241, 1000, True)
+    wrong, paths = _disagreements(cases)
+    assert wrong == []
+    assert min(paths["inline"], paths["fast"], paths["region"], paths["full"]) > 400
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_agrees_with_plain_math_verify_on_more_seeds(seed: int) -> None:
+    """Another 10,000 answers per seed, mixed and integer-only, agree as well."""
+    cases = generate_cases(seed, 8000) + generate_cases(seed + 100, 2000, True)
+    assert _disagreements(cases)[0] == []
