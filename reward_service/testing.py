@@ -10,6 +10,8 @@
   sleep, a stall past any signal, a crash, a memory hog), for fault tests.
 * `StandIn`: a scripted HTTP server answering canned replies, for testing
   clients against an overloaded, failing or wrong-grading service.
+* `LivenessProbe`: polls `/livez` in a thread while a test loads the service,
+  counting answers and failures and keeping the slowest answer time.
 """
 
 from __future__ import annotations
@@ -125,6 +127,38 @@ def live_server(
         yield server
     finally:
         server.stop()
+
+
+class LivenessProbe:
+    """Polls `/livez` in a thread: answers, failures (a hang past 5 s is one), slowest answer."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.answers = 0
+        self.failures = 0
+        self.slowest_s = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self._stop.is_set():
+                started = time.perf_counter()
+                try:
+                    client.get(f"{self.url}/livez").raise_for_status()
+                    self.answers += 1
+                except httpx.HTTPError:
+                    self.failures += 1
+                self.slowest_s = max(self.slowest_s, time.perf_counter() - started)
+                self._stop.wait(0.05)
+
+    def __enter__(self) -> LivenessProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class FakeScorer(Scorer):

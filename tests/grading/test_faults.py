@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from reward_service.bench.workload import HOSTILE_ANSWERS, grpo_workload, request_body
-from reward_service.testing import LiveServer, live_server
+from reward_service.testing import LivenessProbe, LiveServer, live_server
 from tests.conftest import TEST_ENV
 
 DEADLINE_S = 4.0
@@ -41,35 +41,6 @@ def _wait_workers(server: LiveServer, count: int, timeout_s: float = 30.0) -> No
     while len(server.worker_pids()) != count:
         assert time.monotonic() < deadline, f"not back to {count} workers"
         time.sleep(0.1)
-
-
-class LivenessProbe:
-    """Polls /livez in a thread, counting answers and failures (a hang past 5 s is a failure)."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.answers = 0
-        self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=5) as client:
-            while not self._stop.is_set():
-                try:
-                    client.get(f"{self.url}/livez").raise_for_status()
-                    self.answers += 1
-                except httpx.HTTPError:
-                    self.failures += 1
-                self._stop.wait(0.05)
-
-    def __enter__(self) -> LivenessProbe:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 async def _timed_post(

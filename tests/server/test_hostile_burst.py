@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ import httpx
 import orjson
 import pytest
 
-from reward_service.testing import LiveServer, live_server
+from reward_service.testing import LivenessProbe, LiveServer, live_server
 from tests.conftest import TEST_ENV
 
 DEADLINE_S = float(TEST_ENV["REWARD_DEADLINE_S"])
@@ -56,36 +55,6 @@ NORMAL = [
     ("The answer is $\\frac{1}{2}$.", "0.5", 1.0),
 ]
 NORMAL_COPIES = 8
-
-
-class _SlowestLivez:
-    """Polls /livez in a thread and keeps the slowest answer time and the failure count."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.slowest_s = 0.0
-        self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=5) as client:
-            while not self._stop.is_set():
-                started = time.perf_counter()
-                try:
-                    client.get(f"{self.url}/livez").raise_for_status()
-                except httpx.HTTPError:
-                    self.failures += 1
-                self.slowest_s = max(self.slowest_s, time.perf_counter() - started)
-                self._stop.wait(0.05)
-
-    def __enter__(self) -> _SlowestLivez:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 @dataclass(frozen=True)
@@ -151,7 +120,7 @@ def burst_server() -> Iterator[LiveServer]:
 def test_hostile_burst_never_stalls_the_service(burst_server: LiveServer) -> None:
     """Slow-to-screen answers, 16 at once, each answered in time; /livez fast; normal ones right."""
     requests = _requests()
-    with _SlowestLivez(burst_server.url) as probe:
+    with LivenessProbe(burst_server.url) as probe:
         answers = asyncio.run(_burst(burst_server.url, requests))
     assert probe.failures == 0
     assert probe.slowest_s < 0.5

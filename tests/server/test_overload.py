@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from reward_service.testing import LiveServer, live_server
+from reward_service.testing import LivenessProbe, LiveServer, live_server
 from tests.conftest import FAKE_SCORER
-from tests.grading.test_faults import LivenessProbe
 
 CAPACITY = 8
 
