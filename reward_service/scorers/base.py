@@ -92,6 +92,12 @@ class Scorer(abc.ABC):
     one deadline; at 1 each answer is its own task, so a hostile answer can
     only ever cost itself."""
 
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {}
+    """The options this scorer reads, by name: the values it accepts, or None
+    for any value. Options reach `score` from a label object's other keys,
+    the scoring URL's query string and the deployment's settings; a URL or
+    setting naming an option or value not listed here is refused."""
+
     def __init__(self, limits: GradingLimits | None = None) -> None:
         self.limits = limits or GradingLimits()
 
