@@ -2,14 +2,15 @@
 
     RewardServiceError
      ├── ClientError            a request the client must change (4xx)
-     │    ├── BadRequest          400: body is not a JSON object, bad field
+     │    ├── BadRequest          400: body is not a JSON object, bad field, bad scorer option
      │    ├── Unauthorized        401: missing or wrong API token
      │    ├── UnknownScorer       404: no scorer of that name
      │    ├── RequestTimeout      408: body not received within body_timeout_s
      │    ├── ClientGone          499: the client hung up before its body arrived
      │    └── PayloadTooLarge     413: body or batch over its cap
      ├── Overloaded             503: queue or body-byte budget full, or draining; retry later
-     └── ScorerLoadError        a scorer or plugin failed to load (start-up)
+     ├── ScorerLoadError        a scorer or plugin failed to load (start-up)
+     └── InvalidSetting         a setting names an unknown scorer, option or value (start-up)
 
 `reward_service.server.app` is the only place that maps these to HTTP answers.
 """
@@ -79,3 +80,7 @@ class Overloaded(RewardServiceError):
 
 class ScorerLoadError(RewardServiceError):
     """A scorer (built-in or plugin) could not be imported or built."""
+
+
+class InvalidSetting(RewardServiceError):
+    """A setting the registry cannot honour (an unknown scorer, option or value)."""

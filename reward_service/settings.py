@@ -6,7 +6,7 @@ at start-up, so a bad value stops the service before it takes traffic.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     extra_scorers: dict[str, str] = Field(
         default_factory=dict,
         description='More scorers without packaging, as JSON {"name": "module:Class"}.',
+    )
+    scorer_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Default options per scorer, JSON {"math_verify": {"extraction": "any"}}; '
+        "a request's URL query and label object override them. Checked at start-up.",
     )
     deadline_s: float = Field(
         10.0, gt=0, le=120, description="Hard deadline per grading; past it the worker is killed."

@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
-from reward_service.scorers.base import JSON, Score, Scorer, Status
+from reward_service.scorers.base import JSON, NO_OPTIONS, Score, Scorer, Status
 
 
 def free_port() -> int:
@@ -169,13 +169,18 @@ class FakeScorer(Scorer):
     `sleep:<s>` (take that long, then reward 1.0), `stall` (hold the GIL in
     C, beyond any signal), `crash` (the worker dies), `raise` (the scorer
     raises), `hog` (allocate without bound), `screen-raise` (`screen`, in
-    the server, raises; the worker then grades 1.0).
+    the server, raises; the worker then grades 1.0), `options` (reward 1.0,
+    the options it was given in `details["options"]`). It reads one option,
+    `tag`, of any value.
     """
 
     name = "fake"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"tag": None}
 
     @classmethod
-    def screen(cls, response: str, label: JSON) -> Score | None:
+    def screen(
+        cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Score | None:
         if response.strip() == "screen-raise":
             raise RuntimeError("fake scorer asked to raise in screen")
         return None
@@ -191,6 +196,8 @@ class FakeScorer(Scorer):
             os._exit(3)
         elif command == "screen-raise":
             return Score.verdict(True, graded_by="worker")
+        elif command == "options":
+            return Score.verdict(True, options=dict(options))
         elif command == "raise":
             raise RuntimeError("fake scorer asked to raise")
         elif command == "hog":

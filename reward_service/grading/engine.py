@@ -6,6 +6,15 @@ and nothing it does can stall the server. Each grading has a hard deadline;
 a worker that overruns is killed and replaced and the request gets the
 fallback reward with status `timeout`. A worker that dies (OOM, SIGKILL)
 has its task retried once on a fresh worker.
+
+Scorer options reach a sample from three places; per option, the first that
+sets it wins: the sample's label object, the request's URL query (checked by
+the app against the route's scorer), the deployment's `scorer_options`
+(checked here at start-up). A sample whose label object picks another scorer
+than the route's takes only the URL options that scorer accepts, value
+included: a URL set up for one scorer must not turn samples of another into
+errors, and options are per scorer, so one scorer's meaning of a name is no
+other's.
 """
 
 from __future__ import annotations
@@ -15,15 +24,15 @@ import logging
 import multiprocessing
 import resource
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from reward_service.errors import Overloaded
+from reward_service.errors import InvalidSetting, Overloaded
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
-from reward_service.scorers.base import JSON, ScoringInput
+from reward_service.scorers.base import JSON, NO_OPTIONS, ScoringInput
 from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.grading.engine")
@@ -122,6 +131,7 @@ class ScoringEngine:
         self.registry.require(self.settings.default_scorer)
         for name in self.registry.names():
             self.registry.scorer_class(name)
+        self._check_scorer_options()
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
         pool = WorkerPool(
@@ -136,6 +146,20 @@ class ScoringEngine:
         self._pool = pool
         log.info("grading pool ready", extra={"workers": self.settings.workers})
 
+    def _check_scorer_options(self) -> None:
+        """Stop start-up when `scorer_options` names an unknown scorer, option or value."""
+        for name, options in self.settings.scorer_options.items():
+            if name not in self.registry:
+                known = ", ".join(self.registry.names())
+                raise InvalidSetting(
+                    f"REWARD_SCORER_OPTIONS names unknown scorer {name!r}; known scorers: {known}"
+                )
+            scorer = self.registry.scorer_class(name)
+            for option, value in options.items():
+                problem = scorer.option_problem(option, value)
+                if problem is not None:
+                    raise InvalidSetting(f"REWARD_SCORER_OPTIONS: {problem}")
+
     def drain(self) -> None:
         """Stop reporting ready; work already accepted still completes."""
         self._draining = True
@@ -147,15 +171,23 @@ class ScoringEngine:
         if pool is not None:
             await pool.close()
 
-    async def grade(self, sample: Sample, scorer: str | None = None) -> Graded:
-        """Grade one sample with `sample.scorer`, else `scorer`, else the default."""
+    async def grade(
+        self, sample: Sample, scorer: str | None = None, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Graded:
+        """Grade one sample with `sample.scorer`, else `scorer`, else the default.
+
+        `options` are the request's (URL) options, valid for `scorer`.
+        """
         if self.in_flight >= self.settings.max_queue:
             raise Overloaded("grading queue is full", retry_after_s=1)
-        [graded] = await self._grade_all([sample], scorer)
+        [graded] = await self._grade_all([sample], scorer, options)
         return graded
 
     async def grade_many(
-        self, samples: Sequence[Sample | None], scorer: str | None = None
+        self,
+        samples: Sequence[Sample | None],
+        scorer: str | None = None,
+        options: Mapping[str, JSON] = NO_OPTIONS,
     ) -> list[Graded]:
         """Grade a batch in input order; a None item is graded as an error.
 
@@ -166,15 +198,35 @@ class ScoringEngine:
             raise Overloaded(
                 f"batch of {len(samples)} does not fit the grading queue", retry_after_s=1
             )
-        return await self._grade_all(samples, scorer)
+        return await self._grade_all(samples, scorer, options)
+
+    def options_for(self, name: str, request: Mapping[str, JSON]) -> Mapping[str, JSON]:
+        """The options scorer `name` takes before a sample's own: settings, then `request`'s.
+
+        Of the request's options only those `name` accepts apply (see the module docstring).
+        """
+        if name not in self.registry:
+            return NO_OPTIONS
+        defaults = self.settings.scorer_options.get(name)
+        if not request:
+            return defaults or NO_OPTIONS
+        scorer = self.registry.scorer_class(name)
+        accepted = {k: v for k, v in request.items() if scorer.option_problem(k, v) is None}
+        return {**defaults, **accepted} if defaults else accepted
 
     async def _grade_all(
-        self, samples: Sequence[Sample | None], scorer: str | None
+        self, samples: Sequence[Sample | None], scorer: str | None, options: Mapping[str, JSON]
     ) -> list[Graded]:
         """Precheck each sample, dispatch the rest in chunks per scorer, keep order."""
         started = time.perf_counter()
         default = scorer or self.settings.default_scorer
         names = [(s.scorer or default) if s is not None else default for s in samples]
+        if options or self.settings.scorer_options:
+            shared = {name: self.options_for(name, options) for name in set(names)}
+            samples = [
+                _with_options(s, shared[name]) if s is not None else None
+                for s, name in zip(samples, names, strict=True)
+            ]
         scores: list[Score | None] = [
             self._precheck(s, name) if s is not None else Score.error("item is not an object")
             for s, name in zip(samples, names, strict=True)
@@ -225,7 +277,9 @@ class ScoringEngine:
         if len(sample.response) > self.settings.max_answer_chars:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
         try:
-            return self.registry.scorer_class(name).screen(sample.response, sample.label)
+            return self.registry.scorer_class(name).screen(
+                sample.response, sample.label, sample.options
+            )
         except Exception:  # a scorer's bug in screen: the worker grades the answer instead
             log.exception("scorer screen failed; grading in a worker", extra={"scorer": name})
             return None
@@ -270,6 +324,11 @@ class ScoringEngine:
             },
         )
         return [failure] * len(samples)
+
+
+def _with_options(sample: Sample, options: Mapping[str, JSON]) -> Sample:
+    """`sample` with `options` under its own (a label object's keys win)."""
+    return replace(sample, options={**options, **sample.options}) if options else sample
 
 
 def excerpt(text: str, limit: int = 160) -> str:

@@ -10,6 +10,7 @@ import abc
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 JSON = Any
@@ -17,6 +18,11 @@ JSON = Any
 
 ScoringInput = tuple[JSON, str, JSON, Mapping[str, JSON]]
 """One answer to grade: `(prompt, response, label, options)`."""
+
+NO_OPTIONS: Mapping[str, JSON] = MappingProxyType({})
+"""The options of an answer that sets none."""
+
+_MAX_ECHO = 64
 
 
 class Status(str, enum.Enum):
@@ -101,6 +107,24 @@ class Scorer(abc.ABC):
     def __init__(self, limits: GradingLimits | None = None) -> None:
         self.limits = limits or GradingLimits()
 
+    @classmethod
+    def option_problem(cls, name: str, value: JSON) -> str | None:
+        """Why this scorer refuses option `name` set to `value`, or None if it accepts it.
+
+        The message names the valid options (or values), sorted, and echoes at
+        most `_MAX_ECHO` characters of what was asked.
+        """
+        if name not in cls.options:
+            valid = ", ".join(sorted(cls.options)) or "none"
+            return f"scorer {cls.name!r} has no option {_echo(name)}; its options: {valid}"
+        accepted = cls.options[name]
+        if accepted is None or (isinstance(value, str) and value in accepted):
+            return None
+        return (
+            f"option {name!r} of scorer {cls.name!r} takes one of {', '.join(sorted(accepted))}, "
+            f"not {_echo(value)}"
+        )
+
     @abc.abstractmethod
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         """Grade `response` against `label`; never raise for bad input."""
@@ -110,13 +134,21 @@ class Scorer(abc.ABC):
         return [self.score(*item) for item in items]
 
     @classmethod
-    def screen(cls, response: str, label: JSON) -> Score | None:
+    def screen(
+        cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Score | None:
         """Cheap check run before dispatch; a `Score` here skips grading.
 
         It may reject a hostile answer, or settle one outright when the
-        verdict `score` would give is provable cheaply. Runs in the server
-        process, on the class (no instance is built there), so it must be
-        fast, linear in the input and free of heavy imports. The default
-        lets everything through.
+        verdict `score` would give (with these `options`) is provable
+        cheaply. Runs in the server process, on the class (no instance is
+        built there), so it must be fast, linear in the input and free of
+        heavy imports. The default lets everything through.
         """
         return None
+
+
+def _echo(value: JSON) -> str:
+    """A client's value quoted for an error message, cut to `_MAX_ECHO` characters."""
+    text = repr(value)
+    return text if len(text) <= _MAX_ECHO else text[:_MAX_ECHO] + "..."

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer
 
@@ -100,6 +101,8 @@ class ChoiceScorer(Scorer):
     """1.0 when the response's option letter is the label's, else 0.0."""
 
     name = "choice"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"choices": None}
+    """`choices`: the list of choice texts (a label object's key; a URL's value is text)."""
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):

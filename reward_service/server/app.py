@@ -34,6 +34,7 @@ from reward_service.errors import (
 )
 from reward_service.grading.engine import Graded, ScoringEngine
 from reward_service.grading.sample import Sample
+from reward_service.scorers.base import JSON, NO_OPTIONS, Scorer
 from reward_service.server import openapi
 from reward_service.server.json_body import read_json
 from reward_service.server.metrics import CONTENT_TYPE_LATEST, ServiceMetrics
@@ -41,6 +42,8 @@ from reward_service.server.middleware import ServiceMiddleware
 from reward_service.settings import Settings
 
 _TRUE = {"1", "true", "yes", "on"}
+_DETAIL = "detail"
+"""The query parameter that asks for the detail object; every other one is a scorer option."""
 
 
 def _json(
@@ -154,7 +157,27 @@ def _answer(graded: Graded, detail: bool) -> Response:
 
 
 def _wants_detail(request: Request) -> bool:
-    return request.query_params.get("detail", "").lower() in _TRUE
+    return request.query_params.get(_DETAIL, "").lower() in _TRUE
+
+
+def _query_options(request: Request, scorer: type[Scorer]) -> Mapping[str, JSON]:
+    """The scorer options in the URL's query (all but `detail`), each one `scorer` accepts.
+
+    An option `scorer` does not read, a value it does not take or an option
+    given twice is a misconfigured URL that no retry mends: 400, naming the
+    valid options or values.
+    """
+    options: dict[str, JSON] = {}
+    for name, value in request.query_params.multi_items():
+        if name == _DETAIL:
+            continue
+        problem = scorer.option_problem(name, value)
+        if problem is not None:
+            raise BadRequest(f"bad URL query: {problem}")
+        if name in options:
+            raise BadRequest(f"bad URL query: option {name!r} given twice")
+        options[name] = value
+    return options
 
 
 def _batch_samples(body: dict[str, Any], max_items: int) -> list[Sample | None]:
@@ -236,23 +259,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     admission = _Admission(settings.max_queue, settings.max_pending_bytes)
 
+    def route_options(request: Request, scorer: str | None) -> Mapping[str, JSON]:
+        """The URL's scorer options, checked against the route's scorer (404 if unknown)."""
+        if scorer is not None:
+            engine.registry.require(scorer)
+        if not request.scope["query_string"]:
+            return NO_OPTIONS
+        route_scorer = scorer or settings.default_scorer
+        return _query_options(request, engine.registry.scorer_class(route_scorer))
+
     async def _score(request: Request, scorer: str | None) -> Response:
         authorize(request)
         with admission.admit() as claim:
-            if scorer is not None:
-                engine.registry.require(scorer)
+            options = route_options(request, scorer)
             sample = sample_from_json(await _read_object(request, claim, settings))
-            graded = await engine.grade(sample, scorer)
+            graded = await engine.grade(sample, scorer, options)
         return _answer(graded, _wants_detail(request))
 
     async def _score_batch(request: Request, scorer: str | None) -> Response:
         authorize(request)
         with admission.admit() as claim:
-            if scorer is not None:
-                engine.registry.require(scorer)
+            options = route_options(request, scorer)
             body = await _read_object(request, claim, settings)
             samples = _batch_samples(body, settings.max_batch_items)
-            graded = await engine.grade_many(samples, scorer)
+            graded = await engine.grade_many(samples, scorer, options)
         answer: dict[str, Any] = {"rewards": [g.reward for g in graded]}
         if _wants_detail(request):
             answer["details"] = [g.detail() for g in graded]
@@ -267,12 +297,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def get_reward(request: Request) -> Response:
         authorize(request)
         with admission.admit() as claim:
+            options = route_options(request, None)
             samples = samples_from_openrlhf(await _read_object(request, claim, settings))
             if len(samples) > settings.max_batch_items:
                 raise PayloadTooLarge(
                     f"{len(samples)} queries is over the cap of {settings.max_batch_items}"
                 )
-            graded = await engine.grade_many(samples, None)
+            graded = await engine.grade_many(samples, None, options)
         return _json(openrlhf_answer([g.score for g in graded]))
 
     # Plain Starlette routes: these endpoints read their bodies themselves, and

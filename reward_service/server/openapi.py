@@ -43,6 +43,19 @@ DETAIL: dict[str, Any] = {
     },
     "required": ["reward", "status", "scorer", "elapsed_ms"],
 }
+OPTIONS: dict[str, Any] = {
+    "name": "options",
+    "in": "query",
+    "required": False,
+    "style": "form",
+    "explode": True,
+    "schema": {"type": "object", "additionalProperties": {"type": "string"}},
+    "description": "Every query parameter but `detail` is an option of the route's scorer, "
+    "e.g. `extraction=any` for `math_verify`. A label object's keys override them; they "
+    "override the deployment's `scorer_options`. An option or value the scorer does not "
+    "take gets 400, naming the valid ones.",
+}
+BAD_OPTION = "a query option the route's scorer does not take (the message names the valid ones)"
 SCORE: dict[str, Any] = {
     "parameters": [
         {
@@ -52,7 +65,8 @@ SCORE: dict[str, Any] = {
             "schema": {"type": "boolean", "default": False},
             "description": "Answer an object (reward, status, scorer, elapsed_ms, ...) "
             "instead of a bare number; for SLIME use with `--reward-key reward`.",
-        }
+        },
+        OPTIONS,
     ],
     "requestBody": {
         "required": True,
@@ -63,7 +77,7 @@ SCORE: dict[str, Any] = {
             "description": "The reward (a bare number), or the detail object.",
             "content": _json({"oneOf": [{"type": "number"}, DETAIL]}),
         },
-        "400": {"description": "The body is not a JSON object."},
+        "400": {"description": f"The body is not a JSON object, or {BAD_OPTION}."},
         "404": {"description": "Unknown scorer; the message lists the known ones."},
         "408": {"description": BODY_TIMEOUT},
         "413": {"description": "The body is over the size cap."},
@@ -99,13 +113,14 @@ BATCH: dict[str, Any] = {
                 }
             ),
         },
-        "400": {"description": 'The body is not `{"items": [...]}`.'},
+        "400": {"description": f'The body is not `{{"items": [...]}}`, or {BAD_OPTION}.'},
         "408": {"description": BODY_TIMEOUT},
         "413": {"description": "The body or the number of items is over its cap."},
         "503": {"description": OVERLOADED},
     },
 }
 OPENRLHF: dict[str, Any] = {
+    "parameters": [OPTIONS],
     "requestBody": {
         "required": True,
         "content": _json(
@@ -122,7 +137,10 @@ OPENRLHF: dict[str, Any] = {
     },
     "responses": {
         "200": {"description": '`{"rewards", "scores", "extra_logs"}` in input order.'},
-        "400": {"description": "`query`, `prompts` and `labels` are not lists of one length."},
+        "400": {
+            "description": "`query`, `prompts` and `labels` are not lists of one length, or "
+            f"{BAD_OPTION}."
+        },
         "408": {"description": BODY_TIMEOUT},
         "413": {"description": "The body or the number of queries is over its cap."},
         "503": {"description": OVERLOADED},

@@ -180,11 +180,12 @@ def integer_golds(label: JSON) -> list[int] | None:
 
 
 def settle(response: str, label: JSON) -> Score | None:
-    """The `math_verify` scorer's verdict on a bare-integer answer, if provable here."""
+    """The `math_verify` verdict (`final` extraction) on a bare-integer answer, if provable."""
     golds = integer_golds(label)
     if not golds:
         return None
     answer = boxed_integer(response)
     if answer is None:
         return None
-    return Score.verdict(bare_integer(answer) in golds, pred=answer, path="inline")
+    verdict = bare_integer(answer) in golds
+    return Score.verdict(verdict, pred=answer, path="inline", extraction="final")

@@ -1,6 +1,21 @@
 """The default scorer: HuggingFace math_verify, configured for RL rewards.
 
-Extraction config, and why:
+Option `extraction` picks how the answer is found in the response:
+
+* `final` (the default): the committed final answer, as open-r1 and TRL
+  read it; the config below.
+* `any`: exactly `math_verify.parse(response)` with math_verify's own
+  defaults (`LatexExtractionConfig()`, `ExprExtractionConfig()`,
+  `extraction_mode="any_match"`), as verl's math_verify reward and most
+  evaluation scripts call it: a bare `-5`, `$(3,2)$` or `$$f(y) = y$$`
+  counts, and so does the last number of a truncated chain of thought.
+  The gold and `verify` are as in `final`.
+
+An `extraction` value other than these two (from a label object, which is
+not validated before grading) grades as status `error`; the detail answer
+says which mode graded (`"extraction"`).
+
+Extraction config of `final`, and why:
 
 * Answer: `\\boxed{}` first (`boxed_match_priority=0`), then LaTeX or plain
   expressions only after an anchor such as "final answer is" or "Answer:"
@@ -21,7 +36,7 @@ run this on their main thread. `parse` and `verify` are called with
 configuration or start method; other errors keep math_verify's default
 meaning (nothing parsed, not equal).
 
-Speed, with the verdict unchanged (see `extract` for the proof):
+Speed in `final`, with the verdict unchanged (see `extract` for the proof):
 
 * path `inline`: a final `\\boxed{<integer>}` (or `$\\boxed{<integer>}$`)
   graded against integer golds is settled by `screen` in the server
@@ -32,10 +47,19 @@ Speed, with the verdict unchanged (see `extract` for the proof):
   straight into math_verify's sympy values; two plain integers are compared
   without sympy at all;
 * path `full`: anything else goes through math_verify whole, as before;
-* gold parses per label and verdicts per (gold texts, normalised answer) sit
-  in caches of `limits.cache_size` entries each, so the interleaved answers
-  of many groups still hit. `Score.details` says which path settled an
-  answer and whether the verdict came from the cache; `stats` counts both.
+* gold parses per label and verdicts per (mode, gold texts, normalised
+  answer) sit in caches of `limits.cache_size` entries each, so the
+  interleaved answers of many groups still hit. `Score.details` says which
+  path settled an answer and whether the verdict came from the cache;
+  `stats` counts both.
+
+`any` has none of these proofs, so it takes none of the shortcuts: no
+inline settling and no hazard screen in the server (math_verify's timeouts
+and the engine's deadline bound a hazardous answer), and the whole
+response is parsed (path `full`). Its verdicts are cached per (mode, gold
+texts, response) for responses short enough to cache: `parse` and `verify`
+are deterministic, and a verdict a timeout may have caused is never
+cached. Gold parses do not depend on the mode, so both modes share them.
 """
 
 from __future__ import annotations
@@ -47,7 +71,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.base import JSON, NO_OPTIONS, GradingLimits, Score, Scorer, Status
 from reward_service.scorers.labels import boxed, gold_texts
 from reward_service.scorers.math_verify import inline
 from reward_service.scorers.math_verify.hazards import answer_region, find_hazard
@@ -57,6 +81,10 @@ V = TypeVar("V")
 
 _CACHEABLE_CHARS = 2000
 """Longer labels and answers are graded but not cached: the caches bound entries, not bytes."""
+
+FINAL = "final"
+ANY = "any"
+EXTRACTION_MODES = frozenset({FINAL, ANY})
 
 _PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
 """Gold texts that cannot hold an extraction anchor, so their box alone decides."""
@@ -122,12 +150,30 @@ class _Gold:
 class _Verdict:
     correct: bool
     path: str
+    pred: str
+
+
+_VerdictKey = tuple[str, tuple[str, ...], str]
+"""(extraction mode, gold texts, normalised answer in `final` or the response in `any`)."""
+
+
+def extraction_mode(options: Mapping[str, JSON]) -> str | None:
+    """The `extraction` option's mode (default `final`), or None when it names no mode."""
+    mode = options.get("extraction", FINAL)
+    return mode if isinstance(mode, str) and mode in EXTRACTION_MODES else None
+
+
+def _invalid_mode(options: Mapping[str, JSON]) -> Score:
+    asked = repr(options.get("extraction"))[:64]
+    valid = ", ".join(sorted(EXTRACTION_MODES))
+    return Score.error(f"option 'extraction' takes one of {valid}, not {asked}")
 
 
 class MathVerifyScorer(Scorer):
     """1.0 when math_verify finds the boxed answer equal to the gold, else 0.0."""
 
     name = "math_verify"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"extraction": EXTRACTION_MODES}
     inline_integers: ClassVar[bool] = True
     """`screen` settles bare-integer answers itself. `inline`
     proves those verdicts for this class's extraction config only: a
@@ -148,46 +194,84 @@ class MathVerifyScorer(Scorer):
         self._timeout_error = TimeoutException
         self._read_answer = timeout(self.limits.timeout_s)(self._read_answer_untimed)
         self._answer_config = (extract.ANSWER_LATEX, extract.ANSWER_EXPR)
-        self._gold_config = (LatexExtractionConfig(), ExprExtractionConfig())
+        self._default_config = (LatexExtractionConfig(), ExprExtractionConfig())
+        """math_verify's own: `parse`'s default, used for golds and for `any` answers."""
         self._timed_out = False
         """Whether math_verify timed out during the answer being graded."""
         self._golds: _BoundedCache[str, _Gold] = _BoundedCache(self.limits.cache_size)
-        self._verdicts: _BoundedCache[tuple[tuple[str, ...], str], _Verdict] = _BoundedCache(
-            self.limits.cache_size
-        )
+        self._verdicts: _BoundedCache[_VerdictKey, _Verdict] = _BoundedCache(self.limits.cache_size)
         self.stats = GradingStats()
 
     @classmethod
-    def screen(cls, response: str, label: JSON) -> Score | None:
+    def screen(
+        cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Score | None:
+        mode = extraction_mode(options)
+        if mode != FINAL:
+            return None if mode == ANY else _invalid_mode(options)
         settled = inline.settle(response, label) if cls.inline_integers else None
         if settled is not None:
             return settled
         hazard = find_hazard(answer_region(response))
-        return Score.no_answer(f"rejected: {hazard}") if hazard else None
+        return Score.no_answer(f"rejected: {hazard}", extraction=FINAL) if hazard else None
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        mode = extraction_mode(options)
+        if mode is None:
+            return _invalid_mode(options)
         texts = gold_texts(label)
         if isinstance(texts, str):
-            return Score.error(texts)
+            return Score.error(texts, extraction=mode)
         self._timed_out = False
         golds = [self._gold(text) for text in texts]
         gold = [parsed for entry in golds for parsed in entry.parsed]
         if not gold:
-            return self._unreadable("gold label could not be parsed", gold=texts[0])
+            score = self._unreadable("gold label could not be parsed", gold=texts[0])
+        elif mode == ANY:
+            score = self._score_any(gold, tuple(texts), response)
+        else:
+            score = self._score_final(golds, gold, tuple(texts), response)
+        return Score(score.reward, score.status, {**score.details, "extraction": mode})
+
+    def _score_final(
+        self, golds: list[_Gold], gold: list[Any], texts: tuple[str, ...], response: str
+    ) -> Score:
         try:
             found = self._read_answer(response)
         except self._timeout_error:
             return self._timed_out_score(path="region")
         if found is None:
-            return self._grade_full(gold, response)
+            return self._grade_full(gold, response, FINAL)
         content, latex = found
-        key = (tuple(texts), latex)
-        cached = self._verdicts.get(key)
+        key = (FINAL, texts, latex)
+        cached = self._cached(key)
         if cached is not None:
-            self.stats.verdict_hits += 1
-            return Score.verdict(cached.correct, pred=latex[:200], path=cached.path, cache="hit")
-        self.stats.verdict_misses += 1
+            return cached
         return self._grade_region(golds, gold, content, latex, key)
+
+    def _score_any(self, gold: list[Any], texts: tuple[str, ...], response: str) -> Score:
+        key = (ANY, texts, response)
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
+        score = self._grade_full(gold, response, ANY)
+        if score.status in (Status.OK, Status.WRONG):
+            self._remember(key, _Verdict(score.status is Status.OK, "full", score.details["pred"]))
+        return score
+
+    def _cached(self, key: _VerdictKey) -> Score | None:
+        """The cached verdict for `key`, counted as a hit or a miss."""
+        cached = self._verdicts.get(key)
+        if cached is None:
+            self.stats.verdict_misses += 1
+            return None
+        self.stats.verdict_hits += 1
+        return Score.verdict(cached.correct, pred=cached.pred, path=cached.path, cache="hit")
+
+    def _remember(self, key: _VerdictKey, verdict: _Verdict) -> None:
+        """Cache a verdict unless its key is too long to be worth the memory."""
+        if sum(map(len, key[1])) + len(key[2]) <= _CACHEABLE_CHARS:
+            self._verdicts.put(key, verdict)
 
     def _gold(self, text: str) -> _Gold:
         entry = self._golds.get(text)
@@ -195,7 +279,9 @@ class MathVerifyScorer(Scorer):
             self.stats.gold_hits += 1
             return entry
         self.stats.gold_misses += 1
-        entry = self._read_plain_gold(text) or _Gold(self._parsed(boxed(text), self._gold_config))
+        entry = self._read_plain_gold(text) or _Gold(
+            self._parsed(boxed(text), self._default_config)
+        )
         if not self._timed_out and len(text) <= _CACHEABLE_CHARS:
             self._golds.put(text, entry)
         return entry
@@ -227,7 +313,7 @@ class MathVerifyScorer(Scorer):
         gold: list[Any],
         content: str,
         latex: str,
-        key: tuple[tuple[str, ...], str],
+        key: _VerdictKey,
     ) -> Score:
         integer = self._values.plain_integer(latex)
         if integer is not None and all(entry.integer is not None for entry in golds):
@@ -240,24 +326,27 @@ class MathVerifyScorer(Scorer):
         else:
             self.stats.region += 1
             path = "region"
-            answer = self._parsed(self._extract.region(content), self._answer_config)
+            answer = self._parsed(self._extract.region(content), self._answer_config, "first_match")
         if not answer:
             return self._unreadable("no answer found", reward_if_read=True, path=path)
         correct = self._equal(gold, answer)
         return self._settle(key, correct, path)
 
-    def _settle(self, key: tuple[tuple[str, ...], str], correct: bool, path: str) -> Score:
+    def _settle(self, key: _VerdictKey, correct: bool, path: str) -> Score:
         """The verdict on a region answer, cached unless a timeout may have caused it."""
-        latex = key[1]
+        pred = key[2][:200]
         if not correct and self._timed_out:
-            return self._timed_out_score(pred=latex[:200], path=path)
-        if sum(map(len, key[0])) + len(latex) <= _CACHEABLE_CHARS:
-            self._verdicts.put(key, _Verdict(correct, path))
-        return Score.verdict(correct, pred=latex[:200], path=path, cache="miss")
+            return self._timed_out_score(pred=pred, path=path)
+        self._remember(key, _Verdict(correct, path, pred))
+        return Score.verdict(correct, pred=pred, path=path, cache="miss")
 
-    def _grade_full(self, gold: list[Any], response: str) -> Score:
+    def _grade_full(self, gold: list[Any], response: str, mode: str) -> Score:
+        """The verdict on the whole response, read as `mode` reads it."""
         self.stats.full += 1
-        answer = self._parsed(response, self._answer_config)
+        if mode == ANY:
+            answer = self._parsed(response, self._default_config, "any_match")
+        else:
+            answer = self._parsed(response, self._answer_config, "first_match")
         if not answer:
             return self._unreadable("no answer found", reward_if_read=True, path="full")
         correct = self._equal(gold, answer)
@@ -266,14 +355,16 @@ class MathVerifyScorer(Scorer):
             return self._timed_out_score(pred=pred, path="full")
         return Score.verdict(bool(correct), pred=pred, path="full")
 
-    def _parsed(self, text: str, config: tuple[Any, ...]) -> list[Any]:
-        """math_verify's `parse(text)`, first match; a timeout is noted and parses to nothing."""
+    def _parsed(
+        self, text: str, config: tuple[Any, ...], extraction: str = "first_match"
+    ) -> list[Any]:
+        """math_verify's `parse(text)`; a timeout is noted and parses to nothing."""
         try:
             return list(
                 self._parse(
                     text,
                     config,
-                    extraction_mode="first_match",
+                    extraction_mode=extraction,
                     parsing_timeout=self.limits.timeout_s,
                     raise_on_error=True,
                 )
