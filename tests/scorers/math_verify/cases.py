@@ -7,6 +7,12 @@ unbalanced braces, truncated mid-answer), against a gold label of any JSON
 type. Answers are drawn around the gold: the same value in other forms,
 near misses and plain wrong values. The reference verdict comes from
 `reward_service.bench.reference.plain_grade`.
+
+With `bare`, the answers are also written the way `extraction=any` is for:
+the answer alone (`-5`, `$(3,2)$`, `$$f(y) = y$$`), after "The answer is"
+with no box, a number then a change of mind, a box then a later bare
+value; a third of them with no reasoning before. Their reference is
+`plain_grade_any`.
 """
 
 from __future__ import annotations
@@ -202,9 +208,39 @@ _FINALS: list[str] = [
 ]
 
 
-def _response(rng: random.Random, answer: str, other: str) -> str:
-    final = rng.choice(_FINALS).replace("X", answer).replace("Y", other)
-    chain = _chain_of_thought(rng, rng.choice([0, 200, 800, 2000, 5000]))
+_BARE_FINALS: list[str] = [
+    "X",
+    "X",
+    "$X$",
+    "$$X$$",
+    "\\(X\\)",
+    "\\[X\\]",
+    "$$f(y) = X$$",
+    "The answer is X",
+    "X.",
+    "so x = X",
+    "Y, so X",
+    "X\n\nWait, maybe Y",
+    "\\boxed{X} but actually Y",
+    "**X**",
+    "answer: $X$",
+    "We get $Y$ and then $X$.",
+    "X (not Y)",
+]
+
+_CHAIN_CHARS = [0, 200, 800, 2000, 5000]
+_SHORT_CHAIN_CHARS = [0, 0, 200, 800]
+
+
+def _response(
+    rng: random.Random,
+    answer: str,
+    other: str,
+    finals: list[str] = _FINALS,
+    chain_chars: list[int] = _CHAIN_CHARS,
+) -> str:
+    final = rng.choice(finals).replace("X", answer).replace("Y", other)
+    chain = _chain_of_thought(rng, rng.choice(chain_chars))
     shape = rng.random()
     if shape < 0.3:
         text = f"<think>\n{chain}\n</think>\n\n{final}"
@@ -223,13 +259,15 @@ _ODD_LABELS: list[JSON] = [None, {}, {"answer": 3}, True, False, "", "  ", [], [
 
 
 def generate_cases(
-    seed: int, count: int, integer_only: bool = False, group_size: int = 1
+    seed: int, count: int, integer_only: bool = False, group_size: int = 1, bare: bool = False
 ) -> list[Case]:
     """`count` cases drawn deterministically from `seed`.
 
     With `integer_only`, labels are integers and answers boxed numbers, as
-    in DAPO-Math or GSM8K; otherwise every answer family and wrapping mixes.
-    Each run of `group_size` cases shares one label, as GRPO's samples do.
+    in DAPO-Math or GSM8K; otherwise every answer family and wrapping mixes,
+    and with `bare` the answer-only and unboxed wrappings join them, with
+    shorter reasoning. Each run of `group_size` cases shares one label, as
+    GRPO's samples do.
     """
     rng = random.Random(seed)
     families = [_integer] if integer_only else _MIXED
@@ -249,6 +287,17 @@ def generate_cases(
             else:
                 if rng.random() < 0.03:
                     label = rng.choice(_ODD_LABELS)
-                response = _response(rng, answer, rng.choice(forms))
+                response = (
+                    _bare_response(rng, answer, rng.choice(forms))
+                    if bare
+                    else (_response(rng, answer, rng.choice(forms)))
+                )
             cases.append(Case(response, label, family.__name__.lstrip("_")))
     return cases
+
+
+def _bare_response(rng: random.Random, answer: str, other: str) -> str:
+    if rng.random() < 0.33:
+        text = rng.choice(_BARE_FINALS).replace("X", answer).replace("Y", other)
+        return text[: rng.randint(0, len(text))] if rng.random() < 0.05 else text
+    return _response(rng, answer, other, _FINALS + _BARE_FINALS, _SHORT_CHAIN_CHARS)

@@ -1,20 +1,33 @@
-"""The `math_verify` scorer gives plain math_verify's verdict on every generated answer."""
+"""The `math_verify` scorer gives plain math_verify's verdict on every generated answer.
+
+Both extraction modes: `final` (the default) against `plain_grade`, `any`
+against `plain_grade_any`.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping
 
 import pytest
 
-from reward_service.bench.reference import Case, plain_grade
-from reward_service.scorers.base import GradingLimits
+from reward_service.bench.reference import Case, plain_grade, plain_grade_any
+from reward_service.scorers.base import JSON, GradingLimits
 from reward_service.scorers.math_verify.scorer import MathVerifyScorer
 from tests.scorers.math_verify.cases import generate_cases
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def _disagreements(cases: list[Case]) -> tuple[list[str], Counter[str]]:
+FINAL: Mapping[str, JSON] = {}
+ANY: Mapping[str, JSON] = {"extraction": "any"}
+
+
+def _disagreements(
+    cases: list[Case],
+    options: Mapping[str, JSON] = FINAL,
+    reference: Callable[[Case], tuple[float, str | None]] = plain_grade,
+) -> tuple[list[str], Counter[str]]:
     """Cases where the service's reward or read answer differs from plain math_verify's.
 
     As in the service: `screen` first (in the server), then `score` (in a worker).
@@ -23,9 +36,9 @@ def _disagreements(cases: list[Case]) -> tuple[list[str], Counter[str]]:
     wrong: list[str] = []
     paths: Counter[str] = Counter()
     for case in cases:
-        reward, pred = plain_grade(case)
-        score = MathVerifyScorer.screen(case.response, case.label) or scorer.score(
-            None, case.response, case.label, {}
+        reward, pred = reference(case)
+        score = MathVerifyScorer.screen(case.response, case.label, options) or scorer.score(
+            None, case.response, case.label, options
         )
         paths[str(score.details.get("path"))] += 1
         if score.reward != reward or (pred is not None and score.details.get("pred") != pred):
@@ -41,9 +54,26 @@ def test_agrees_with_plain_math_verify_on_5000_cases() -> None:
     assert min(paths["inline"], paths["fast"], paths["region"], paths["full"]) > 400
 
 
+def test_any_extraction_agrees_with_plain_parse_on_5000_cases() -> None:
+    """With `extraction=any`, 5,000 answers, many bare or unboxed, get plain `parse`'s reward."""
+    cases = generate_cases(seed=20242, count=5000, bare=True)
+    wrong, paths = _disagreements(cases, ANY, plain_grade_any)
+    assert wrong == []
+    assert set(paths) == {"full", "None"}
+    assert paths["full"] > 4500
+
+
 @pytest.mark.exhaustive
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_agrees_with_plain_math_verify_on_more_seeds(seed: int) -> None:
     """Another 10,000 answers per seed, mixed and integer-only, agree as well."""
     cases = generate_cases(seed, 8000) + generate_cases(seed + 100, 2000, True)
     assert _disagreements(cases)[0] == []
+
+
+@pytest.mark.exhaustive
+@pytest.mark.parametrize("seed", [5, 6])
+def test_any_extraction_agrees_with_plain_parse_on_more_seeds(seed: int) -> None:
+    """Another 10,000 answers per seed with `extraction=any` agree as well."""
+    cases = generate_cases(seed, 10000, bare=True)
+    assert _disagreements(cases, ANY, plain_grade_any)[0] == []
