@@ -28,6 +28,8 @@ BUILTINS: dict[str, str] = {
     "dapo": "reward_service.scorers.dapo:DapoScorer",
     "f1": "reward_service.scorers.f1:F1Scorer",
     "choice": "reward_service.scorers.choice:ChoiceScorer",
+    "gpqa": "reward_service.scorers.gpqa:GpqaScorer",
+    "random": "reward_service.scorers.coin:RandomScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
 
