@@ -6,7 +6,8 @@ A third-party package adds a scorer with an entry point, no fork needed::
     my_scorer = "my_package.module:MyScorer"
 
 The entry point names a `Scorer` subclass; its `name` attribute is the name
-served at `/score/<name>`.
+served at `/score/<name>`. Every scorer `<name>` is also served as
+`boxed_<name>`: SLIME's prefix, grading the content of the last `\\boxed{}`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from importlib.metadata import entry_points
 
 from reward_service.errors import ScorerLoadError, UnknownScorer
 from reward_service.scorers.base import GradingLimits, Scorer
+from reward_service.scorers.boxed import BOXED_PREFIX, BoxedScorer, boxed_scorer
 
 ENTRY_POINT_GROUP = "reward_service.scorers"
 
@@ -55,12 +57,22 @@ def _load_class(target: str) -> type[Scorer]:
 
 
 class ScorerRegistry:
-    """Maps scorer names to lazily built `Scorer` instances."""
+    """Maps scorer names to lazily built `Scorer` instances.
+
+    Besides its targets it serves `boxed_<name>` for each target `<name>`
+    (SLIME's `boxed_` prefix, see `scorers.boxed`), unless a target of that
+    name exists; there is no `boxed_boxed_<name>`.
+    """
 
     def __init__(self, targets: dict[str, str], limits: GradingLimits | None = None) -> None:
         self._targets = dict(targets)
         self._limits = limits or GradingLimits()
         self._instances: dict[str, Scorer] = {}
+        self._boxed = {
+            BOXED_PREFIX + name: name
+            for name in self._targets
+            if not name.startswith(BOXED_PREFIX) and BOXED_PREFIX + name not in self._targets
+        }
 
     @classmethod
     def discover(
@@ -74,23 +86,28 @@ class ScorerRegistry:
         return cls(targets, limits)
 
     def names(self) -> list[str]:
-        return sorted(self._targets)
+        """Every name served, `boxed_<name>` ones included."""
+        return sorted([*self._targets, *self._boxed])
 
     def modules(self) -> list[str]:
         """The modules that define the scorers, to preload in worker parents."""
-        return sorted({target.partition(":")[0] for target in self._targets.values()})
+        defining = {target.partition(":")[0] for target in self._targets.values()}
+        return sorted(defining | {BoxedScorer.__module__})
 
     def __contains__(self, name: object) -> bool:
-        return name in self._targets
+        return name in self._targets or name in self._boxed
 
     def require(self, name: str) -> None:
         """Raise `UnknownScorer` (listing the known names) unless `name` exists."""
-        if name not in self._targets:
+        if name not in self:
             raise UnknownScorer(name, self.names())
 
     def scorer_class(self, name: str) -> type[Scorer]:
         """The class of scorer `name`, imported but not built (for `screen`)."""
         self.require(name)
+        inner = self._boxed.get(name)
+        if inner is not None:
+            return boxed_scorer(self.scorer_class(inner), inner)
         cached = self._instances.get(name)
         return type(cached) if cached is not None else _load_class(self._targets[name])
 
@@ -99,7 +116,12 @@ class ScorerRegistry:
         self.require(name)
         scorer = self._instances.get(name)
         if scorer is None:
-            scorer = _load_class(self._targets[name])(self._limits)
+            inner = self._boxed.get(name)
+            if inner is None:
+                scorer = _load_class(self._targets[name])(self._limits)
+            else:
+                shared = self.get(inner)
+                scorer = boxed_scorer(type(shared), inner)(self._limits, shared)
             self._instances[name] = scorer
         return scorer
 

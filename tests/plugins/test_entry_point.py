@@ -93,10 +93,18 @@ def test_plugin_is_reachable_from_a_label_object(plugin_server: LiveServer) -> N
         assert client.score("ROME!", {"scorer": "shout", "answer": "rome"}) == 1.0
 
 
+def test_plugin_has_a_boxed_form(plugin_server: LiveServer) -> None:
+    """`POST /score/boxed_shout` grades the content of the last box with the plugin."""
+    with RewardClient(plugin_server.url) as client:
+        boxed = client.score("I say \\boxed{PARIS!}", "paris", scorer="boxed_shout")
+        unboxed = client.score("PARIS!", "paris", scorer="boxed_shout", detail=True)
+    assert (boxed, unboxed["status"]) == (1.0, "no_answer")
+
+
 def test_plugin_is_listed(plugin_server: LiveServer) -> None:
-    """`GET /scorers` lists the plugin beside the built-ins."""
+    """`GET /scorers` lists the plugin and its boxed form beside the built-ins."""
     names = httpx.get(f"{plugin_server.url}/scorers", timeout=10).json()["scorers"]
-    assert {"shout", "math_verify", "choice"} <= set(names)
+    assert {"shout", "boxed_shout", "math_verify", "choice"} <= set(names)
 
 
 def test_unknown_scorer_lists_the_plugin(plugin_server: LiveServer) -> None:

@@ -1,0 +1,91 @@
+"""`boxed_<type>`: SLIME's `boxed_` prefix, any scorer graded on the last box alone.
+
+SLIME's `--rm-type boxed_<type>` replaces the response with
+`math_utils.extract_answer(response) or ""` and grades that with `<type>`,
+label and options unchanged. The registry serves `boxed_<name>` for every
+scorer it knows, built by `boxed_scorer`.
+
+SLIME's extraction is narrower than `math_dataset.last_boxed` (the `math`
+scorers' finder), so it has its own function here: only the last `\\boxed`
+counts, and only when `{` follows it at once. `\\boxed 5`, `\\boxed {5}`,
+an unclosed last box, and `\\fbox{5}` without any `\\boxed` all give ""
+(SLIME's `\\fbox` fallback is unreachable: `extract_answer` first requires
+`\\boxed` in the text).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from reward_service.scorers.base import (
+    JSON,
+    NO_OPTIONS,
+    GradingLimits,
+    Score,
+    Scorer,
+    ScoringInput,
+)
+from reward_service.scorers.math_dataset import closing_brace
+
+BOXED_PREFIX = "boxed_"
+_BOX = "\\boxed"
+
+
+def boxed_content(response: str) -> str:
+    """What SLIME grades for `boxed_<type>`: the last `\\boxed{...}`'s content, else ""."""
+    start = response.rfind(_BOX)
+    brace = start + len(_BOX)
+    if start < 0 or not response.startswith("{", brace):
+        return ""
+    end = closing_brace(response, brace)
+    return "" if end is None else response[brace + 1 : end]
+
+
+class BoxedScorer(Scorer):
+    """Grades the content of a response's last box with the scorer class `inner`.
+
+    The registry hands each instance its own `inner` instance as `scorer`,
+    so a scorer that loads a model loads it once for both names.
+    """
+
+    inner: ClassVar[type[Scorer]]
+
+    def __init__(self, limits: GradingLimits | None = None, scorer: Scorer | None = None) -> None:
+        super().__init__(limits)
+        self.scorer = scorer or self.inner(self.limits)
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        return self.scorer.score(prompt, boxed_content(response), label, options)
+
+    def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
+        return self.scorer.score_many(
+            [
+                (prompt, boxed_content(response), label, opts)
+                for prompt, response, label, opts in items
+            ]
+        )
+
+    @classmethod
+    def screen(
+        cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Score | None:
+        """The inner scorer's screen, on what it will grade: linear, as both steps are."""
+        return cls.inner.screen(boxed_content(response), label, options)
+
+
+@functools.cache
+def boxed_scorer(inner: type[Scorer], name: str) -> type[BoxedScorer]:
+    """The `boxed_<name>` scorer class around `inner` (same batch size and options), built once."""
+    attributes = {
+        "__doc__": f"`{BOXED_PREFIX}{name}`: `{name}` on the content of the last box.",
+        "__module__": __name__,
+        "name": BOXED_PREFIX + name,
+        "inner": inner,
+        "batch_size": inner.batch_size,
+        "options": inner.options,
+    }
+    return type(f"Boxed{inner.__name__}", (BoxedScorer,), attributes)
