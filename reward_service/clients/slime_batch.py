@@ -6,10 +6,17 @@ and answers a reward or a list of rewards in input order.
 
 A group goes to the batch endpoint (``<rm-url>/batch``) in one request; where
 the service has none (404/405) the samples are posted one by one, as SLIME's
-own ``remote_rm`` does. ``sample.metadata["reward_options"]`` (a dict, e.g.
-``{"choices": [...]}``) reaches the scorer as label-object options, and
-``sample.metadata["scorer"]`` routes a sample to
-``/score/<scorer>``. Requests go through `reward_service.clients.http`, whose
+own ``remote_rm`` does.
+
+Per-sample choice works as in SLIME's in-process grading:
+``sample.metadata["rm_type"]`` (``gpqa``, ``boxed_f1``, any scorer name;
+``remote_rm`` keeps the URL's scorer) becomes the label object's ``scorer``
+and the rest of the metadata its options (``choices``, ``correct_letter``...),
+so one run mixes reward types, even within one batch request.
+``metadata["reward_options"]`` (a dict) adds options to any sample and wins
+over plain metadata; the keys of a label that is already a label object win
+over both. ``metadata["scorer"]`` sends a sample to ``/score/<scorer>``
+rather than the URL. Requests go through `reward_service.clients.http`, whose
 `RetryPolicy` retries overload (429/503, waiting at least ``Retry-After``),
 gateway errors and dropped connections a bounded number of times; past that
 the service counts as down and `ServiceUnavailable` stops the rollout rather
@@ -54,16 +61,32 @@ MAX_CONNECTIONS = 64
 """As SLIME's own client: a rollout process never holds more."""
 
 ServiceUnavailable = RewardServiceUnavailable
+"""The reward service did not answer within the allowed attempts."""
+
+_ROUTING_KEYS = frozenset({"answer", "ground_truth", "scorer"})
+"""Keys of a label object that are not options: plain metadata never sets them."""
+_ADAPTER_KEYS = frozenset({"rm_type", "reward_options"})
+_URL_SCORER = "remote_rm"
+
+
+def _label_options(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The label-object keys a sample's metadata asks for: scorer and options."""
+    options = metadata.get("reward_options")
+    options = dict(options) if isinstance(options, dict) else {}
+    rm_type = metadata.get("rm_type")
+    rm_type = rm_type.strip() if isinstance(rm_type, str) else ""
+    if rm_type and rm_type != _URL_SCORER:
+        plain = {k: v for k, v in metadata.items() if k not in _ROUTING_KEYS | _ADAPTER_KEYS}
+        options = {**plain, **options, "scorer": rm_type}
+    return options
 
 
 def _with_options(label: Any, options: dict[str, Any]) -> dict[str, Any]:
     """The label as a label object carrying scorer options from the sample's metadata."""
-    if isinstance(label, dict) and ({"answer", "ground_truth", "scorer"} & label.keys()):
+    if isinstance(label, dict) and (_ROUTING_KEYS & label.keys()):
         return {**options, **label}
     return {**options, "answer": label}
 
-
-"""The reward service did not answer within the allowed attempts."""
 
 _NO_BATCH = frozenset({404, 405})
 
@@ -127,17 +150,17 @@ class RewardClient:
         return rewards
 
     def _item(self, index: int, sample: Any) -> _Item | None:
+        metadata = getattr(sample, "metadata", None)
+        metadata = metadata if isinstance(metadata, dict) else {}
         try:
             body = {"prompt": sample.prompt, "response": sample.response, "label": sample.label}
+            options = _label_options(metadata)
+            if options:
+                body["label"] = _with_options(sample.label, options)
             json.dumps(body)
         except (AttributeError, TypeError, ValueError) as exc:
             logger.warning("sample %d cannot be sent (%s); reward %s", index, exc, FALLBACK_REWARD)
             return None
-        metadata = getattr(sample, "metadata", None)
-        metadata = metadata if isinstance(metadata, dict) else {}
-        options = metadata.get("reward_options")
-        if isinstance(options, dict) and options:
-            body["label"] = _with_options(sample.label, options)
         scorer = metadata.get("scorer")
         url = self.url
         if isinstance(scorer, str) and scorer:

@@ -195,3 +195,52 @@ async def test_metadata_reward_options_reach_the_scorer(stand_in: StandIn, poole
     assert await batched_rm(args, [sample]) == [1.0]
     [(_, _, body)] = stand_in.requests
     assert body["items"][0]["label"] == {"choices": ["London", "Paris"], "answer": "Paris"}
+
+
+async def test_metadata_rm_type_becomes_the_label_scorer(stand_in: StandIn, pooled: None) -> None:
+    """`metadata["rm_type"]` is the label object's scorer and the other metadata its options."""
+    stand_in.route("/score/batch", lambda body: Reply(200, {"rewards": [1.0] * 6}))
+    choices = ["London", "Paris"]
+    samples = [
+        Sample("q", "B", "Paris", {"rm_type": "gpqa", "choices": choices, "answer": "x"}),
+        Sample("q", "\\boxed{a}", "a", {"rm_type": " boxed_f1 ", "reward_options": {"k": 1}}),
+        Sample("q", "r", {"answer": "B", "scorer": "choice"}, {"rm_type": "gpqa", "k": 2}),
+        Sample("q", "r", "l", {"rm_type": "remote_rm", "choices": choices}),
+        Sample("q", "r", "l", {"choices": choices}),
+        Sample("q", "r", "l", {"rm_type": "dapo", "k": 1, "reward_options": {"k": 3}}),
+    ]
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, samples) == [1.0] * 6
+    [(_, path, body)] = stand_in.requests
+    assert path == "/score/batch"
+    assert [item["label"] for item in body["items"]] == [
+        {"choices": choices, "scorer": "gpqa", "answer": "Paris"},
+        {"k": 1, "scorer": "boxed_f1", "answer": "a"},
+        {"k": 2, "scorer": "choice", "answer": "B"},
+        "l",
+        "l",
+        {"k": 3, "scorer": "dapo", "answer": "l"},
+    ]
+
+
+async def test_unsendable_metadata_costs_only_its_sample(stand_in: StandIn, pooled: None) -> None:
+    """Metadata that JSON cannot carry gives that sample the fallback; the rest are graded."""
+    stand_in.route("/score/batch", _batch)
+    odd = Sample("1+1?", "so \\boxed{2}", "2", {"rm_type": "math", "seen": {1, 2}})
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, [RIGHT, odd, RIGHT]) == [1.0, 0.0, 1.0]
+
+
+async def test_mixed_rm_types_against_the_real_service(reward_url: str, pooled: None) -> None:
+    """One group mixing SLIME reward types is graded by each sample's own type."""
+    four = ["Nitric oxide", "Carbon dioxide", "Ozone", "Methane"]
+    samples = [
+        Sample("gas?", "So the answer is C", "Ozone", {"rm_type": "gpqa", "choices": four}),
+        Sample("gas?", "So the answer is D", 2, {"rm_type": "gpqa"}),
+        Sample("where?", "It is \\boxed{Eiffel Tower}", "Eiffel Tower", {"rm_type": "boxed_f1"}),
+        Sample("n?", "Answer: 12", "12", {"rm_type": "dapo"}),
+        Sample("n?", "Answer: 12", "12", {"rm_type": "boxed_dapo"}),
+        Sample("1+1?", "\\boxed{2}", "2", {"rm_type": "remote_rm"}),
+    ]
+    rewards = await batched_rm(SimpleNamespace(rm_url=f"{reward_url}/score"), samples)
+    assert rewards == [1.0, 0.0, 1.0, 1.0, -1.0, 1.0]
