@@ -18,31 +18,36 @@ SCORER = GpqaScorer()
 FOUR = ["Nitric oxide", "Carbon dioxide", "Ozone", "Methane"]
 
 
+def strip_cot(text: str) -> str:
+    """Oracle step: the text after the last `</think>`."""
+    return text.rsplit("</think>", 1)[-1] if "</think>" in text else text
+
+
+def normalize(text: str) -> str:
+    """Oracle step: lower case, runs of other than a-z0-9 become one space."""
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def slime_letter(text: str, valid_letters: list[str]) -> str | None:
+    """Test oracle: SLIME's `_extract_letter_from_response`, transcribed from its description."""
+    text = strip_cot(text)
+    patterns = [
+        r"(?:answer|option|choice)\s*(?:is|:)?\s*([A-Z])",
+        r"([A-Z])\s*(?:is\s*(?:the)?\s*correct)",
+        r"final\s*(?:answer|option)\s*(?:is|:)?\s*([A-Z])",
+    ]
+    for pattern in patterns:
+        match = re.search(pattern, text, flags=re.IGNORECASE)
+        if match and match.group(1).upper() in valid_letters:
+            return match.group(1).upper()
+    for letter in reversed(re.findall(r"\b([A-Z])\b", text)):
+        if letter in valid_letters:
+            return letter
+    return None
+
+
 def slime_reward(response: str, label: Any, metadata: dict[str, Any]) -> float:
     """Test oracle: SLIME's `compute_gpqa_reward`, transcribed step by step from its description."""
-
-    def strip_cot(text: str) -> str:
-        return text.rsplit("</think>", 1)[-1] if "</think>" in text else text
-
-    def normalize(text: str) -> str:
-        return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-    def extract(text: str, valid_letters: list[str]) -> str | None:
-        text = strip_cot(text)
-        patterns = [
-            r"(?:answer|option|choice)\s*(?:is|:)?\s*([A-Z])",
-            r"([A-Z])\s*(?:is\s*(?:the)?\s*correct)",
-            r"final\s*(?:answer|option)\s*(?:is|:)?\s*([A-Z])",
-        ]
-        for pattern in patterns:
-            match = re.search(pattern, text, flags=re.IGNORECASE)
-            if match and match.group(1).upper() in valid_letters:
-                return match.group(1).upper()
-        for letter in reversed(re.findall(r"\b([A-Z])\b", text)):
-            if letter in valid_letters:
-                return letter
-        return None
-
     choices = metadata.get("choices")
     if isinstance(choices, dict):
         choices = list(choices.values())
@@ -72,7 +77,7 @@ def slime_reward(response: str, label: Any, metadata: dict[str, Any]) -> float:
                 correct_letter = valid_letters[idx]
                 metadata.setdefault("correct_answer", choice)
                 break
-    extracted = extract(response, valid_letters) if response else None
+    extracted = slime_letter(response, valid_letters) if response else None
     if extracted and correct_letter:
         return 1.0 if extracted == correct_letter else 0.0
     candidates = []
@@ -216,6 +221,17 @@ def test_details_name_prediction_and_gold() -> None:
     """Details carry the extracted letter and the gold letter."""
     details = SCORER.score("", "Answer: C", "Ozone", {"choices": FOUR}).details
     assert (details["pred"], details["gold"]) == ("C", "C")
+
+
+def test_letters_match_slime_on_generated_text() -> None:
+    """On 5,000 seeded concatenations of keywords, spaces and letters the letter is SLIME's."""
+    rng = random.Random(3)
+    parts = ["answer", "Is", ":", " ", "\n\t", "the", "correct", "final", "option", "choice"]
+    parts += ["A", "b", "Z", "i", "\u0131", "\u017f", "K", "</think>", ".", "x"]
+    for _ in range(5000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 10)))
+        letters = rng.choice(["ABCD", "ABCDEFGHIJ", "AKS", "ISZ"])
+        assert extract_letter(text, letters) == slime_letter(text, list(letters)), text
 
 
 def test_extraction_is_linear() -> None:
