@@ -129,3 +129,17 @@ def test_start_up_errors_never_print_the_token(monkeypatch: pytest.MonkeyPatch) 
         Settings()
     assert "deadline_s" in str(raised.value)
     assert "supersecret" not in str(raised.value)
+
+
+def test_scorer_options_are_read_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`REWARD_SCORER_OPTIONS` is JSON, options by scorer; unset, no scorer has defaults."""
+    assert Settings().scorer_options == {}
+    monkeypatch.setenv("REWARD_SCORER_OPTIONS", '{"math_verify": {"extraction": "any"}}')
+    assert Settings().scorer_options == {"math_verify": {"extraction": "any"}}
+
+
+def test_scorer_options_must_map_scorers_to_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value that is not an object of objects stops start-up."""
+    monkeypatch.setenv("REWARD_SCORER_OPTIONS", '{"math_verify": "any"}')
+    with pytest.raises(pydantic.ValidationError):
+        Settings()

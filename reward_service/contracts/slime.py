@@ -34,6 +34,9 @@ def sample_from_json(body: Mapping[str, JSON]) -> Sample:
     A label object with a `scorer` key picks that scorer; its `answer` (or
     `ground_truth`) is the gold and its other keys are the scorer's options.
     A label object with only `answer`/`ground_truth` keeps the route's scorer.
+    Its options override the URL's and the deployment's (the engine merges
+    them) and are never refused here: a dataset may carry keys no scorer
+    reads, and a scorer grades a value it cannot use as status `error`.
     """
     label = body.get("label")
     scorer: str | None = None

@@ -38,3 +38,11 @@ def test_non_string_response_is_text() -> None:
     """A numeric or structured response becomes its JSON text."""
     assert sample_from_json({"response": 3}).response == "3"
     assert sample_from_json({"response": ["a"]}).response == '["a"]'
+
+
+def test_label_object_options_are_never_refused() -> None:
+    """Any keys beside the answer, bad values included, become options as they are."""
+    label = {"answer": "-5", "extraction": "nope", "source": {"x": [1]}}
+    sample = sample_from_json({"response": "-5", "label": label})
+    assert dict(sample.options) == {"extraction": "nope", "source": {"x": [1]}}
+    assert (sample.label, sample.scorer) == ("-5", None)

@@ -1,4 +1,4 @@
-"""The scoring engine: what a request gets when the pool closes under it."""
+"""The scoring engine: closing under load, and the scorer options each sample gets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from reward_service.errors import Overloaded
+from reward_service.errors import InvalidSetting, Overloaded
 from reward_service.grading.engine import ScoringEngine
 from reward_service.grading.sample import Sample
 from reward_service.settings import Settings
@@ -33,3 +33,70 @@ def test_work_the_pool_will_not_run_gets_overloaded_not_a_fallback_reward() -> N
     assert isinstance(queued, Overloaded), queued
     with pytest.raises(Overloaded, match="shutting down"):
         raise queued
+
+
+def _engine(**settings: object) -> ScoringEngine:
+    extra = json.loads(FAKE_SCORER)
+    return ScoringEngine(Settings(workers=1, extra_scorers=extra, **settings))  # type: ignore[arg-type]
+
+
+def test_url_options_override_the_settings_default() -> None:
+    """Per option, the request's (URL) value wins over `scorer_options`; the rest stay."""
+    engine = _engine(scorer_options={"fake": {"tag": "settings"}})
+    assert engine.options_for("fake", {}) == {"tag": "settings"}
+    assert engine.options_for("fake", {"tag": "url"}) == {"tag": "url"}
+    assert engine.options_for("math_verify", {}) == {}
+
+
+def test_url_options_reach_another_scorer_only_if_it_takes_them() -> None:
+    """An option, or a value, a label-chosen scorer does not take is dropped for it, not refused."""
+    engine = _engine()
+    url = {"extraction": "any", "tag": "blue"}
+    assert engine.options_for("math_verify", url) == {"extraction": "any"}
+    assert engine.options_for("fake", url) == {"tag": "blue"}
+    assert engine.options_for("exact", url) == {}
+    assert engine.options_for("math_verify", {"extraction": "nope"}) == {}
+    assert engine.options_for("nonesuch", url) == {}
+
+
+@pytest.mark.parametrize(
+    ("scorer_options", "message"),
+    [
+        ({"nonesuch": {}}, "unknown scorer 'nonesuch'; known scorers: "),
+        ({"math_verify": {"bogus": "1"}}, "no option 'bogus'; its options: extraction"),
+        ({"math_verify": {"extraction": "nope"}}, "takes one of any, final, not 'nope'"),
+        ({"math_verify": {"extraction": 1}}, "takes one of any, final, not 1"),
+        ({"exact": {"extraction": "any"}}, "its options: none"),
+    ],
+)
+def test_bad_scorer_options_stop_start_up(scorer_options: object, message: str) -> None:
+    """`scorer_options` is checked against the registry before any worker starts."""
+    engine = _engine(scorer_options=scorer_options)
+    with pytest.raises(InvalidSetting, match="REWARD_SCORER_OPTIONS") as raised:
+        asyncio.run(engine.start())
+    assert message in str(raised.value)
+    assert engine.pool is None
+
+
+def test_options_reach_the_worker_label_first() -> None:
+    """Label object over URL over settings, per option, in one batch graded by a worker."""
+
+    async def body() -> list[object]:
+        engine = _engine(scorer_options={"fake": {"tag": "settings"}})
+        await engine.start()
+        try:
+            samples = [
+                Sample("options", 1, options={"tag": "label", "source": "x"}),
+                Sample("options", 1),
+            ]
+            url = await engine.grade_many(samples, "fake", {"tag": "url"})
+            plain = await engine.grade(Sample("options", 1), "fake")
+        finally:
+            await engine.close()
+        return [g.score.details["options"] for g in [*url, plain]]
+
+    assert asyncio.run(body()) == [
+        {"tag": "label", "source": "x"},
+        {"tag": "url"},
+        {"tag": "settings"},
+    ]

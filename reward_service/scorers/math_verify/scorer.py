@@ -255,9 +255,10 @@ class MathVerifyScorer(Scorer):
         if cached is not None:
             return cached
         score = self._grade_full(gold, response, ANY)
-        if score.status in (Status.OK, Status.WRONG):
-            self._remember(key, _Verdict(score.status is Status.OK, "full", score.details["pred"]))
-        return score
+        if score.status not in (Status.OK, Status.WRONG):
+            return score
+        self._remember(key, _Verdict(score.status is Status.OK, "full", score.details["pred"]))
+        return Score(score.reward, score.status, {**score.details, "cache": "miss"})
 
     def _cached(self, key: _VerdictKey) -> Score | None:
         """The cached verdict for `key`, counted as a hit or a miss."""
