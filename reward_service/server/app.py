@@ -317,7 +317,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ]
     for path, endpoint, _, _ in scoring:
         app.router.routes.append(_PlainRoute(path, endpoint, methods=["POST"]))
-    openapi.describe(app, [(path, spec, summary) for path, _, spec, summary in scoring])
+    openapi.describe(
+        app,
+        [(path, spec, summary) for path, _, spec, summary in scoring],
+        lambda: openapi.option_parameters(
+            settings.default_scorer, engine.registry.scorer_class(settings.default_scorer).options
+        ),
+    )
 
     @app.get("/livez", summary="The event loop answers")
     async def livez() -> Response:

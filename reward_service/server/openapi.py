@@ -7,7 +7,7 @@ what they get back, for /docs, schemathesis and client generators.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI
@@ -43,19 +43,10 @@ DETAIL: dict[str, Any] = {
     },
     "required": ["reward", "status", "scorer", "elapsed_ms"],
 }
-OPTIONS: dict[str, Any] = {
-    "name": "options",
-    "in": "query",
-    "required": False,
-    "style": "form",
-    "explode": True,
-    "schema": {"type": "object", "additionalProperties": {"type": "string"}},
-    "description": "Every query parameter but `detail` is an option of the route's scorer, "
-    "e.g. `extraction=any` for `math_verify`. A label object's keys override them; they "
-    "override the deployment's `scorer_options`. An option or value the scorer does not "
-    "take gets 400, naming the valid ones.",
-}
-BAD_OPTION = "a query option the route's scorer does not take (the message names the valid ones)"
+BAD_OPTION = (
+    "a query parameter other than `detail` that is not an option the route's scorer takes "
+    "(the message names the valid options or values)"
+)
 SCORE: dict[str, Any] = {
     "parameters": [
         {
@@ -66,7 +57,6 @@ SCORE: dict[str, Any] = {
             "description": "Answer an object (reward, status, scorer, elapsed_ms, ...) "
             "instead of a bare number; for SLIME use with `--reward-key reward`.",
         },
-        OPTIONS,
     ],
     "requestBody": {
         "required": True,
@@ -120,7 +110,6 @@ BATCH: dict[str, Any] = {
     },
 }
 OPENRLHF: dict[str, Any] = {
-    "parameters": [OPTIONS],
     "requestBody": {
         "required": True,
         "content": _json(
@@ -148,19 +137,54 @@ OPENRLHF: dict[str, Any] = {
 }
 
 
-def describe(app: FastAPI, routes: Sequence[tuple[str, dict[str, Any], str]]) -> None:
-    """Add `(path, spec, summary)` POST operations to the schema FastAPI generates."""
+def option_parameters(
+    scorer: str, options: Mapping[str, frozenset[str] | None]
+) -> list[dict[str, Any]]:
+    """Query parameters for the options of `scorer`, the scorer of a route without `{scorer}`.
+
+    Routes with `{scorer}` take that scorer's options; a schema cannot list
+    them, and their 400 says which exist.
+    """
+    return [
+        {
+            "name": name,
+            "in": "query",
+            "required": False,
+            # No `type`: query values are text anyway, and schemathesis 4's coverage phase
+            # crashes drawing wrong-type values for a typed string query parameter.
+            "schema": {} if values is None else {"enum": sorted(values)},
+            "description": f"Option `{name}` of the default scorer, `{scorer}`. A label "
+            "object's key of that name overrides it; it overrides the deployment's "
+            "`scorer_options`.",
+        }
+        for name, values in sorted(options.items())
+    ]
+
+
+def describe(
+    app: FastAPI,
+    routes: Sequence[tuple[str, dict[str, Any], str]],
+    default_options: Callable[[], list[dict[str, Any]]],
+) -> None:
+    """Add `(path, spec, summary)` POST operations to the schema FastAPI generates.
+
+    Routes without `{scorer}` also get `default_options()`, the query
+    parameters of the default scorer's options, read when the schema is built.
+    """
     generate = app.openapi
 
     def schema() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = generate()
             for path, spec, summary in routes:
+                routed = "{scorer}" in path
                 parameters = [
                     {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
                     for name in ("scorer",)
-                    if "{" + name + "}" in path
+                    if routed
                 ] + spec.get("parameters", [])
+                if not routed:
+                    parameters += default_options()
                 operation = {**spec, "summary": summary, "parameters": parameters}
                 document["paths"].setdefault(path, {})["post"] = operation
             app.openapi_schema = document
