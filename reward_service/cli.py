@@ -13,6 +13,7 @@ from typing import Any
 
 import pydantic
 
+from reward_service.errors import RewardServiceError
 from reward_service.settings import Settings
 
 _RUN_CHILDREN = frozenset({"serve", "score", "bench"})
@@ -54,6 +55,8 @@ def _serve(args: argparse.Namespace) -> None:
         serve(settings)
     except OSError as exc:
         sys.exit(f"reward-service: cannot listen on {settings.host}:{settings.port}: {exc}")
+    except RewardServiceError as exc:
+        sys.exit(f"reward-service: {exc}")
 
 
 def _parse_label(text: str) -> Any:
@@ -83,8 +86,6 @@ async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _score(args: argparse.Namespace) -> None:
-    from reward_service.errors import RewardServiceError
-
     try:
         detail = asyncio.run(_score_once(args))
     except RewardServiceError as exc:

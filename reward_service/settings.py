@@ -168,5 +168,6 @@ class Settings(BaseSettings):
         return self
 
     def deadline_for(self, scorer: str) -> float:
-        """The hard deadline of one grading with `scorer`."""
-        return self.scorer_deadlines.get(scorer, self.deadline_s)
+        """The hard deadline of one grading with `scorer` (`boxed_<type>`: that of `<type>`)."""
+        default = self.scorer_deadlines.get(scorer.removeprefix("boxed_"), self.deadline_s)
+        return self.scorer_deadlines.get(scorer, default)

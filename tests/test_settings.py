@@ -143,3 +143,11 @@ def test_scorer_options_must_map_scorers_to_objects(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("REWARD_SCORER_OPTIONS", '{"math_verify": "any"}')
     with pytest.raises(pydantic.ValidationError):
         Settings()
+
+
+def test_a_boxed_scorer_keeps_its_inner_scorers_deadline() -> None:
+    """`boxed_reward_model` gets `reward_model`'s deadline unless it has one of its own."""
+    settings = Settings(scorer_deadlines={"reward_model": 120, "boxed_f1": 7})
+    assert settings.deadline_for("boxed_reward_model") == 120
+    assert settings.deadline_for("boxed_f1") == 7
+    assert settings.deadline_for("boxed_exact") == settings.deadline_s

@@ -113,6 +113,7 @@ class ScoringEngine:
             reward_model_batch_size=settings.reward_model_batch_size,
         )
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
+        self._check_scorer_options()
         self._pool: WorkerPool | None = None
         self._draining = False
         self.in_flight = 0
@@ -131,7 +132,6 @@ class ScoringEngine:
         self.registry.require(self.settings.default_scorer)
         for name in self.registry.names():
             self.registry.scorer_class(name)
-        self._check_scorer_options()
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
         pool = WorkerPool(

@@ -62,7 +62,11 @@ def batch_url(url: str) -> str:
 
 
 def scorer_url(url: str, scorer: str) -> str | None:
-    """The scoring URL for another scorer on the same service; None if `url` is not `/score…`."""
+    """The scoring URL for another scorer on the same service; None if `url` is not `/score…`.
+
+    Only `detail` is kept from the query: the URL's other parameters are its
+    own scorer's options, which the other scorer may refuse (400).
+    """
     parts = urlsplit(url)
     segments = parts.path.rstrip("/").split("/")
     if segments[-1] == "score":
@@ -72,4 +76,5 @@ def scorer_url(url: str, scorer: str) -> str | None:
     else:
         return None
     path = "/".join([*base, quote(scorer, safe="")])
-    return urlunsplit(parts._replace(path=path))
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k == "detail"])
+    return urlunsplit(parts._replace(path=path, query=query))

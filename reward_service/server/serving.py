@@ -93,9 +93,13 @@ class _DrainingServer(uvicorn.Server):
 
 
 def serve(settings: Settings) -> None:
-    """Serve until SIGTERM or SIGINT, then drain; raises OSError if it cannot listen."""
-    sockets = bind_sockets(settings.host, settings.port)
+    """Serve until SIGTERM or SIGINT, then drain.
+
+    Raises `RewardServiceError` for settings the registry refuses and OSError
+    when it cannot listen, both before any worker starts.
+    """
     app = create_app(settings)
+    sockets = bind_sockets(settings.host, settings.port)
     config = uvicorn.Config(
         app,
         log_config=None,

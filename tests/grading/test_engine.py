@@ -70,12 +70,10 @@ def test_url_options_reach_another_scorer_only_if_it_takes_them() -> None:
     ],
 )
 def test_bad_scorer_options_stop_start_up(scorer_options: object, message: str) -> None:
-    """`scorer_options` is checked against the registry before any worker starts."""
-    engine = _engine(scorer_options=scorer_options)
+    """`scorer_options` is checked against the registry when the engine is built, before workers."""
     with pytest.raises(InvalidSetting, match="REWARD_SCORER_OPTIONS") as raised:
-        asyncio.run(engine.start())
+        _engine(scorer_options=scorer_options)
     assert message in str(raised.value)
-    assert engine.pool is None
 
 
 def test_options_reach_the_worker_label_first() -> None:

@@ -116,12 +116,13 @@ def test_batch_url(url: str, expected: str) -> None:
     [
         ("http://rm:8000/score", "http://rm:8000/score/f1"),
         ("http://rm:8000/score/exact?detail=1", "http://rm:8000/score/f1?detail=1"),
+        ("http://rm:8000/score?extraction=any&detail=1", "http://rm:8000/score/f1?detail=1"),
         ("http://rm:8000/t/abc/score", "http://rm:8000/t/abc/score/f1"),
         ("http://rm:8000/grade", None),
     ],
 )
 def test_scorer_url(url: str, expected: str | None) -> None:
-    """Another scorer on the same service replaces or appends the scorer segment."""
+    """Another scorer replaces or appends the scorer segment; its options are dropped."""
     assert scorer_url(url, "f1") == expected
 
 
