@@ -21,6 +21,7 @@ import orjson
 import pytest
 
 from reward_service.contracts.slime import sample_from_json
+from reward_service.scorers.boxed import boxed_scorer
 from reward_service.scorers.math_verify import inline
 from reward_service.scorers.math_verify.hazards import answer_region, find_hazard
 from reward_service.scorers.math_verify.scorer import MathVerifyScorer
@@ -102,6 +103,8 @@ SCREENS: dict[str, Callable[[str], object]] = {
     "answer_region": answer_region,
     "settle": lambda text: inline.settle(text, "42"),
     "screen": lambda text: MathVerifyScorer.screen(text, "42"),
+    "screen_any": lambda text: MathVerifyScorer.screen(text, "42", {"extraction": "any"}),
+    "boxed_screen": lambda text: boxed_scorer(MathVerifyScorer, "math_verify").screen(text, "42"),
 }
 
 
