@@ -107,6 +107,29 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Lowest level of the JSON log lines written to stderr."
     )
+    code_time_limit_s: float = Field(
+        2.0, gt=0, description="code scorer: seconds per test (wall and CPU) if the label sets none."
+    )
+    code_max_time_limit_s: float = Field(
+        10.0, gt=0, description="code scorer: cap on a label's time_limit_s."
+    )
+    code_memory_mb: int = Field(
+        256, ge=16, description="code scorer: address space per test unless the label sets it."
+    )
+    code_max_memory_mb: int = Field(
+        1024, ge=16, description="code scorer: cap on a label's memory_mb (below worker_memory_mb)."
+    )
+    code_output_bytes: int = Field(
+        1 * MiB, ge=1024, description="code scorer: stdout kept per test; past it, output_limit."
+    )
+    code_scratch_mb: int = Field(
+        64, ge=1, description="code scorer: MiB of a run's scratch directory, where boundable."
+    )
+    code_required_layers: frozenset[str] = Field(
+        default_factory=frozenset,
+        description='code scorer: sandbox layers that must be active or start-up fails, JSON '
+        '["seccomp", "namespaces"]; the always-on layers are always active.',
+    )
     reward_model_name: str = Field(
         "OpenAssistant/reward-model-deberta-v3-large-v2",
         description="reward_model scorer: a local directory or a model already in the HF cache.",
@@ -167,7 +190,24 @@ class Settings(BaseSettings):
             )
         return self
 
-    def deadline_for(self, scorer: str) -> float:
-        """The hard deadline of one grading with `scorer` (`boxed_<type>`: that of `<type>`)."""
-        default = self.scorer_deadlines.get(scorer.removeprefix("boxed_"), self.deadline_s)
-        return self.scorer_deadlines.get(scorer, default)
+    @model_validator(mode="after")
+    def _code_limits_fit(self) -> Settings:
+        if self.code_time_limit_s > self.code_max_time_limit_s:
+            raise ValueError("code_time_limit_s must not exceed code_max_time_limit_s")
+        if self.code_memory_mb > self.code_max_memory_mb:
+            raise ValueError("code_memory_mb must not exceed code_max_memory_mb")
+        if self.code_max_memory_mb >= self.worker_memory_mb:
+            raise ValueError(
+                f"code_max_memory_mb ({self.code_max_memory_mb}) must be below worker_memory_mb "
+                f"({self.worker_memory_mb}): a run inherits its worker's address-space cap"
+            )
+        return self
+
+    def deadline_for(self, scorer: str, default: float | None = None) -> float:
+        """The hard deadline of one grading with `scorer` (`boxed_<type>`: that of `<type>`).
+
+        `default` is the scorer's own (`Scorer.deadline_s`), used when no setting names it.
+        """
+        fallback = self.deadline_s if default is None else default
+        inner = self.scorer_deadlines.get(scorer.removeprefix("boxed_"), fallback)
+        return self.scorer_deadlines.get(scorer, inner)

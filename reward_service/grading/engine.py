@@ -37,6 +37,10 @@ from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.grading.engine")
 
+CODE_SCORER = "code"
+_CODE_MARGIN_S = 1.0
+"""Seconds between the code scorer's own budget and its hard deadline."""
+
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
 _MAX_NAME_ECHO = 64
@@ -111,8 +115,20 @@ class ScoringEngine:
             reward_model_max_length=settings.reward_model_max_length,
             reward_model_threads=settings.reward_model_threads,
             reward_model_batch_size=settings.reward_model_batch_size,
+            code_time_limit_s=settings.code_time_limit_s,
+            code_max_time_limit_s=settings.code_max_time_limit_s,
+            code_memory_mb=settings.code_memory_mb,
+            code_max_memory_mb=settings.code_max_memory_mb,
+            code_output_bytes=settings.code_output_bytes,
+            code_scratch_mb=settings.code_scratch_mb,
+            code_required_layers=settings.code_required_layers,
         )
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
+        if CODE_SCORER in self.registry:
+            # workers build their scorers from these limits: the code scorer stops
+            # running tests before the engine would kill its worker
+            budget = max(1.0, self.deadline_for(CODE_SCORER) - _CODE_MARGIN_S)
+            self.limits = replace(self.limits, code_budget_s=budget)
         self._check_scorer_options()
         self._pool: WorkerPool | None = None
         self._draining = False
@@ -159,6 +175,11 @@ class ScoringEngine:
                 problem = scorer.option_problem(option, value)
                 if problem is not None:
                     raise InvalidSetting(f"REWARD_SCORER_OPTIONS: {problem}")
+
+    def deadline_for(self, name: str) -> float:
+        """The hard deadline of one grading with scorer `name`: settings, else the scorer's own."""
+        own = self.registry.scorer_class(name).deadline_s if name in self.registry else None
+        return self.settings.deadline_for(name, own)
 
     def drain(self) -> None:
         """Stop reporting ready; work already accepted still completes."""
@@ -289,7 +310,7 @@ class ScoringEngine:
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
         items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
-        deadline_s = self.settings.deadline_for(name)
+        deadline_s = self.deadline_for(name)
         self.in_flight += len(samples)
         try:
             affinity = hash((name, repr(samples[0].label)))

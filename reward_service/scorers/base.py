@@ -79,6 +79,22 @@ class GradingLimits:
     """Torch threads of a worker that grades with `reward_model`."""
     reward_model_batch_size: int = 4
     """Answers per forward pass of the `reward_model` scorer."""
+    code_time_limit_s: float = 2.0
+    """`code` scorer: seconds per test (wall and CPU) when the label sets none."""
+    code_max_time_limit_s: float = 10.0
+    """`code` scorer: the most a label's `time_limit_s` may ask."""
+    code_memory_mb: int = 256
+    """`code` scorer: address space per test in MiB when the label sets none."""
+    code_max_memory_mb: int = 1024
+    """`code` scorer: the most a label's `memory_mb` may ask."""
+    code_output_bytes: int = 1024 * 1024
+    """`code` scorer: standard output kept per test; past it the test fails `output_limit`."""
+    code_scratch_mb: int = 64
+    """`code` scorer: size of a run's scratch directory, where the platform can bound it."""
+    code_required_layers: frozenset[str] = frozenset()
+    """`code` scorer: sandbox layers that must be active, or building the scorer fails."""
+    code_budget_s: float = 29.0
+    """`code` scorer: seconds one answer's tests may take in all, inside its hard deadline."""
 
 
 class Scorer(abc.ABC):
@@ -97,6 +113,10 @@ class Scorer(abc.ABC):
     engine sends a batch's answers to one worker in chunks of this size, under
     one deadline; at 1 each answer is its own task, so a hostile answer can
     only ever cost itself."""
+
+    deadline_s: ClassVar[float | None] = None
+    """This scorer's hard deadline when `REWARD_SCORER_DEADLINES` names none;
+    None: `REWARD_DEADLINE_S`."""
 
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {}
     """The options this scorer reads, by name: the values it accepts, or None

@@ -1,0 +1,91 @@
+"""Running model-written programs: hostile by assumption, confined in layers.
+
+The interface the `code` scorer uses; the sandbox's processes live behind it.
+A program never runs inside a grading worker or the server and shares no
+pipe, pickle stream or shared memory with them: its output comes back as
+bytes and is parsed as data.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class Kind(str, enum.Enum):
+    """How one run of a program ended."""
+
+    OK = "ok"
+    """Exited with status 0 within every limit (its output may still be wrong)."""
+    RUNTIME_ERROR = "runtime_error"
+    """Exited non-zero, raised, was killed by a signal, or did not compile."""
+    TIME_LIMIT = "time_limit"
+    """Ran past its wall or CPU time."""
+    MEMORY_LIMIT = "memory_limit"
+    """Ran out of its address space."""
+    OUTPUT_LIMIT = "output_limit"
+    """Wrote more than its output cap."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one run of a program may use."""
+
+    time_s: float
+    """Wall-clock and CPU seconds."""
+    memory_mb: int
+    """Address space, MiB."""
+    output_bytes: int
+    """Standard output kept; writing more ends the run with `output_limit`."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A program to run: its language (a runner's name) and its source text."""
+
+    language: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The end of one run."""
+
+    kind: Kind
+    stdout: bytes
+    """What it wrote to standard output, at most `Limits.output_bytes`."""
+    stderr: str
+    """The tail of its standard error (about 1 kB), decoded with replacement."""
+    exit_code: int | None
+    """Its exit status, or None when a signal ended it."""
+    elapsed_s: float
+
+
+class Sandbox(Protocol):
+    """Runs one program once per standard input, each run confined and separate."""
+
+    @property
+    def layers(self) -> Sequence[str]:
+        """The confinement layers active for every run, e.g. `("process", "rlimits",
+        "seccomp", "landlock", "namespaces")`."""
+
+    def run(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        stop_at_first_failure: bool = True,
+    ) -> list[Outcome]:
+        """Run `program` once per item of `stdins`, in order, each in a fresh process.
+
+        Stops after the first run that is not `Kind.OK` when
+        `stop_at_first_failure`, and before a run that could overrun
+        `budget_s` (the whole call's seconds): the outcomes may be fewer than
+        `stdins`. Never raises for anything the program does.
+        """
+
+    def close(self) -> None:
+        """Stop the sandbox's processes; nothing of any run survives."""
