@@ -108,7 +108,7 @@ class Settings(BaseSettings):
         "info", description="Lowest level of the JSON log lines written to stderr."
     )
     code_time_limit_s: float = Field(
-        2.0, gt=0, description="code scorer: seconds per test (wall and CPU) if the label sets none."
+        2.0, gt=0, description="code scorer: seconds per test (wall, CPU) if the label sets none."
     )
     code_max_time_limit_s: float = Field(
         10.0, gt=0, description="code scorer: cap on a label's time_limit_s."
@@ -127,7 +127,7 @@ class Settings(BaseSettings):
     )
     code_required_layers: frozenset[str] = Field(
         default_factory=frozenset,
-        description='code scorer: sandbox layers that must be active or start-up fails, JSON '
+        description="code scorer: sandbox layers that must be active or start-up fails, JSON "
         '["seccomp", "namespaces"]; the always-on layers are always active.',
     )
     reward_model_name: str = Field(
