@@ -20,12 +20,27 @@ WEB = ("fastapi", "starlette", "uvicorn")
 GRADERS = ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers")
 
 RULES: dict[str, tuple[str, ...]] = {
-    # pure grading: no web, no processes, nothing above it
+    # pure grading: no web, no processes of its own (the code scorer runs programs
+    # through sandbox/), nothing above it
     "reward_service.scorers": (
         *WEB,
         "httpx",
         "reward_service.server",
         "reward_service.grading",
+        "reward_service.contracts",
+        "reward_service.clients",
+        "reward_service.launcher",
+        "reward_service.bench",
+        "reward_service.settings",
+    ),
+    # running model-written programs: stdlib and the floor only, so the zygote holds nothing else
+    "reward_service.sandbox": (
+        *WEB,
+        *GRADERS,
+        "httpx",
+        "reward_service.server",
+        "reward_service.grading",
+        "reward_service.scorers",
         "reward_service.contracts",
         "reward_service.clients",
         "reward_service.launcher",
