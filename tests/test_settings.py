@@ -151,3 +151,33 @@ def test_a_boxed_scorer_keeps_its_inner_scorers_deadline() -> None:
     assert settings.deadline_for("boxed_reward_model") == 120
     assert settings.deadline_for("boxed_f1") == 7
     assert settings.deadline_for("boxed_exact") == settings.deadline_s
+
+
+def test_a_scorers_own_deadline_applies_unless_a_setting_names_it() -> None:
+    """`deadline_for(name, own)` takes the scorer's own deadline over `deadline_s`, settings first."""
+    settings = Settings(scorer_deadlines={"code": 45})
+    assert settings.deadline_for("exact", 30.0) == 30.0
+    assert settings.deadline_for("code", 30.0) == 45
+    assert settings.deadline_for("boxed_code", 30.0) == 45
+    assert settings.deadline_for("exact") == settings.deadline_s
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"code_time_limit_s": 20.0}, "code_time_limit_s"),
+        ({"code_memory_mb": 2048, "code_max_memory_mb": 1024}, "code_memory_mb"),
+        ({"code_max_memory_mb": 1536}, "worker_memory_mb"),
+    ],
+)
+def test_code_limits_must_fit_their_caps(fields: dict[str, object], message: str) -> None:
+    """A code default above its cap, or a run cap at or over the worker's, stops start-up."""
+    with pytest.raises(pydantic.ValidationError, match=message):
+        Settings(**fields)  # type: ignore[arg-type]
+
+
+def test_required_sandbox_layers_are_read_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`REWARD_CODE_REQUIRED_LAYERS` is a JSON list; unset, no layer beyond the always-on ones."""
+    assert Settings().code_required_layers == frozenset()
+    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["seccomp", "landlock"]')
+    assert Settings().code_required_layers == {"seccomp", "landlock"}

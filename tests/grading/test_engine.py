@@ -98,3 +98,12 @@ def test_options_reach_the_worker_label_first() -> None:
         {"tag": "url"},
         {"tag": "settings"},
     ]
+
+
+def test_the_code_scorers_budget_ends_before_its_hard_deadline() -> None:
+    """Workers get a code budget one second inside the code scorer's deadline, as set."""
+    engine = _engine(scorer_deadlines={"code": 12})
+    if "code" not in engine.registry:
+        pytest.skip("no code scorer registered yet")
+    assert engine.deadline_for("code") == 12
+    assert engine.limits.code_budget_s == 11
