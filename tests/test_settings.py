@@ -154,7 +154,7 @@ def test_a_boxed_scorer_keeps_its_inner_scorers_deadline() -> None:
 
 
 def test_a_scorers_own_deadline_applies_unless_a_setting_names_it() -> None:
-    """`deadline_for(name, own)` takes the scorer's own deadline over `deadline_s`, settings first."""
+    """A scorer's own deadline beats `deadline_s`; a setting naming the scorer beats both."""
     settings = Settings(scorer_deadlines={"code": 45})
     assert settings.deadline_for("exact", 30.0) == 30.0
     assert settings.deadline_for("code", 30.0) == 45
