@@ -1,12 +1,12 @@
 """`reward-service bench`: the service against plain math_verify, side by side.
 
-For each workload (mixed answer kinds; integer-only labels as in DAPO-Math
-and GSM8K), every side grades a GRPO-shaped set of answers fresh to it (its
-own seed: labels unique per group, 8 answers per group, ~10% truncated), in
-one run on this machine:
+For each workload in `WORKLOADS` (mixed answer kinds; integer-only labels
+as in DAPO-Math and GSM8K), or the one `--workload` names, every side
+grades a GRPO-shaped set of answers fresh to it (its own seed: labels unique
+per group, 8 answers per group, ~10% truncated), in one run on this machine:
 
-* plain: math_verify `parse` + `verify` in as many processes as CPUs, what
-  a peer does in-process;
+* plain: the workload's plain grader (math_verify `parse` + `verify`) in as
+  many processes as CPUs, what a peer does in-process;
 * /score: the service over HTTP with a SLIME-like client (one aiohttp
   session, 64 connections);
 * /score/batch: the service, chunks of 64 answers, eight chunks in flight.
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import multiprocessing
 import os
 import time
@@ -30,12 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reward_service.bench.workload import grpo_workload, request_body
+from reward_service.bench.workload import Workload, grpo_workload, request_body
 from reward_service.cpus import available_cpus
 
 T = TypeVar("T")
 
-WORKLOADS: dict[str, tuple[str, ...] | None] = {"mixed": None, "integer": ("integer",)}
+_SEEDS_PER_WORKLOAD = 4
+"""Fresh answer sets per workload: plain, the server's warm-up, /score, /score/batch."""
 
 
 @dataclass(frozen=True)
@@ -69,16 +71,27 @@ def _plain_grade(item: dict[str, Any]) -> float:
     return plain_grade(Case(item["response"], item["label"], "bench"))[0]
 
 
+def _integer_answers(seed: int, answers: int) -> list[dict[str, Any]]:
+    return grpo_workload(seed, answers, kinds=("integer",))
+
+
+WORKLOADS: dict[str, Workload] = {
+    "mixed": Workload(grpo_workload, _plain_grade, _plain_init),
+    "integer": Workload(_integer_answers, _plain_grade, _plain_init),
+}
+"""The workloads `bench` runs, in order; a new one is one entry here."""
+
+
 def _wrong(rewards: list[float], items: list[dict[str, Any]]) -> int:
     return sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
 
 
-def run_plain(items: list[dict[str, Any]], processes: int) -> Run:
-    """Plain math_verify in `processes` processes."""
-    with multiprocessing.get_context("forkserver").Pool(processes, _plain_init) as pool:
-        pool.map(_plain_grade, items[: processes * 2], chunksize=1)
+def run_plain(workload: Workload, items: list[dict[str, Any]], processes: int) -> Run:
+    """The workload's plain grader in `processes` processes."""
+    with multiprocessing.get_context("forkserver").Pool(processes, workload.warm) as pool:
+        pool.map(workload.plain, items[: processes * 2], chunksize=1)
         started = time.perf_counter()
-        rewards = pool.map(_plain_grade, items, chunksize=4)
+        rewards = pool.map(workload.plain, items, chunksize=4)
         elapsed = time.perf_counter() - started
     return Run(len(items), elapsed, _wrong(rewards, items))
 
@@ -208,6 +221,29 @@ def _line(name: str, run: Run, plain: Run | None) -> str:
     )
 
 
+def _measure(
+    server: Any, workload: Workload, seeds: Iterator[int], workers: int, args: argparse.Namespace
+) -> None:
+    """One workload's lines: plain, then /score and /score/batch with their CPU, then hit rates."""
+
+    def fresh() -> list[dict[str, Any]]:
+        return workload.items(next(seeds), args.answers)
+
+    plain = run_plain(workload, fresh(), workers)
+    print(_line("plain", plain, None), flush=True)
+    asyncio.run(_single(server.url, fresh()[: workers * 4], args.connections))
+    before = _scrape(server.url)
+    items = fresh()
+    with _cpu_per_answer(server, args.answers) as single_cpu:
+        single = asyncio.run(_single(server.url, items, args.connections))
+    print(_line("/score", single, plain) + single_cpu.text, flush=True)
+    items = fresh()
+    with _cpu_per_answer(server, args.answers) as batch_cpu:
+        batch = asyncio.run(_batched(server.url, items, 64, 8))
+    print(_line("/score/batch", batch, plain) + batch_cpu.text, flush=True)
+    print(f"  service: {_hit_rates(before, _scrape(server.url))}", flush=True)
+
+
 def _bench(args: argparse.Namespace) -> None:
     from reward_service.testing import live_server
 
@@ -217,32 +253,16 @@ def _bench(args: argparse.Namespace) -> None:
         f"seed {args.seed}",
         flush=True,
     )
-    seed = args.seed
     with live_server(workers=workers) as server:
-        for workload, kinds in WORKLOADS.items():
-            kinds_arg = {"kinds": kinds} if kinds else {}
-
-            def fresh(kinds_arg: dict[str, Any] = kinds_arg) -> list[dict[str, Any]]:
-                nonlocal seed
-                seed += 1
-                return grpo_workload(seed, args.answers, **kinds_arg)
-
-            print(f"workload {workload}:", flush=True)
-            plain = run_plain(fresh(), workers)
-            print(_line("plain", plain, None), flush=True)
-            asyncio.run(_single(server.url, fresh()[: workers * 4], args.connections))
-            before = _scrape(server.url)
-            items = fresh()
-            with _cpu_per_answer(server, args.answers) as single_cpu:
-                single = asyncio.run(_single(server.url, items, args.connections))
-            print(_line("/score", single, plain) + single_cpu.text, flush=True)
-            items = fresh()
-            with _cpu_per_answer(server, args.answers) as batch_cpu:
-                batch = asyncio.run(_batched(server.url, items, 64, 8))
-            print(_line("/score/batch", batch, plain) + batch_cpu.text, flush=True)
-            print(f"  service: {_hit_rates(before, _scrape(server.url))}", flush=True)
+        # Seeds follow a workload's place in WORKLOADS, so one run alone grades
+        # the same answers as its part of a run of all.
+        for position, (name, workload) in enumerate(WORKLOADS.items()):
+            if args.workload in ("all", name):
+                print(f"workload {name}:", flush=True)
+                first = args.seed + 1 + position * _SEEDS_PER_WORKLOAD
+                _measure(server, workload, itertools.count(first), workers, args)
         if args.memory_answers:
-            _memory(server, args.memory_answers, seed)
+            _memory(server, args.memory_answers, args.seed + len(WORKLOADS) * _SEEDS_PER_WORKLOAD)
 
 
 def _memory(server: Any, answers: int, seed: int) -> None:
@@ -269,6 +289,12 @@ def register(commands: Any) -> None:
     bench.add_argument("--workers", type=int, help="processes per side (default: usable CPUs)")
     bench.add_argument("--connections", type=int, default=64, help="client connections")
     bench.add_argument("--seed", type=int, default=20261130, help="first workload seed")
+    bench.add_argument(
+        "--workload",
+        choices=[*WORKLOADS, "all"],
+        default="all",
+        help="measure this workload alone (default: all, in turn)",
+    )
     bench.add_argument(
         "--memory-answers", type=int, default=0, help="then stream this many answers, check RSS"
     )

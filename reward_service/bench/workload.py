@@ -8,6 +8,7 @@ carries the reward a correct grader must give it.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,6 +143,20 @@ def grpo_workload(
     items = [item for group in groups for item in group]
     rng.shuffle(items)
     return items[:answers]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the bench times: fresh answers with known rewards, and the plain grader to beat.
+
+    `items(seed, answers)` builds a set no side has seen; `plain` grades one
+    item in a process of the plain side once `warm` ran there (both
+    module-level functions, so they reach those processes by reference).
+    """
+
+    items: Callable[[int, int], list[dict[str, Any]]]
+    plain: Callable[[dict[str, Any]], float]
+    warm: Callable[[], None]
 
 
 def request_body(item: dict[str, Any]) -> dict[str, Any]:
