@@ -1,0 +1,227 @@
+"""Test suites from labels, in the formats of the public code-RL datasets.
+
+A label is a JSON object, or a JSON string holding one (a list is read as
+LiveCodeBench's test list). A label object routed with `{"scorer": "code",
+...}` may carry its tests beside `scorer` instead of under `answer`: then
+they arrive as options, and are read from there. The formats:
+
+* standard input/output: `{"inputs": [...], "outputs": [...]}` (APPS, TACO,
+  CodeContests; also under `input_output`, itself an object or a JSON
+  string, as APPS stores it);
+* call-based: the same with `fn_name`; each input is the list of arguments,
+  each output the expected return value;
+* LiveCodeBench: a list of `{"input", "output", "testtype"}` (under
+  `tests`, `test_cases`, `public_test_cases`/`private_test_cases` or as the
+  label itself); `functional` inputs are newline-separated JSON arguments and
+  outputs JSON values, the function named by `fn_name` or by `func_name` in
+  `metadata` (an object or a JSON string); a list mixes no test types;
+* assert-style: `tests` or `test_list` (a string of statements, or a list of
+  them, MBPP) with optional `test_imports` and `test_setup_code`, or `test`
+  and `entry_point` (HumanEval: `test` defines `check(candidate)`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from reward_service.scorers.base import JSON
+
+Style = Literal["stdin", "call", "assert"]
+
+MAX_TESTS = 1_000
+"""Tests one label may hold; past it the label is unreadable."""
+_LCB_KEYS = ("tests", "test_cases", "public_test_cases", "private_test_cases")
+
+
+class LabelError(ValueError):
+    """A label that holds no test suite this scorer can read; the message says why."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The tests of one label.
+
+    `stdin`: `inputs` are standard inputs, `expected` the outputs (text).
+    `call`: `inputs` are JSON argument lists, `expected` the return values.
+    `assert`: `inputs` are test statements (Python source); `setup` runs first.
+    """
+
+    style: Style
+    inputs: tuple[str, ...]
+    expected: tuple[JSON, ...] = ()
+    fn_name: str = ""
+    setup: str = ""
+    spec: Mapping[str, JSON] = field(default_factory=dict)
+    """The label object the tests came from, for the options it carries."""
+
+
+def _decoded(value: JSON, what: str) -> JSON:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError) as exc:
+            raise LabelError(f"{what} is a string but not JSON: {exc}") from None
+    return value
+
+
+def _text(value: JSON, what: str) -> str:
+    """A standard input or output: a string, or a list of lines (APPS writes both)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(line, str) for line in value):
+        return "\n".join(value)
+    raise LabelError(f"{what} is neither a string nor a list of strings")
+
+
+def _args(value: JSON, what: str) -> str:
+    if not isinstance(value, list):
+        raise LabelError(f"{what} is not a list of arguments")
+    return json.dumps(value)
+
+
+def _count(n: int) -> None:
+    if n == 0:
+        raise LabelError("label holds no tests")
+    if n > MAX_TESTS:
+        raise LabelError(f"label holds {n} tests, more than {MAX_TESTS}")
+
+
+def _fn_name(spec: Mapping[str, JSON]) -> str:
+    name = spec.get("fn_name") or spec.get("entry_point")
+    if not name:
+        metadata = _decoded(spec.get("metadata"), "metadata")
+        name = metadata.get("func_name") if isinstance(metadata, dict) else None
+    if name is None:
+        return ""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise LabelError(f"function name {str(name)[:64]!r} is not an identifier")
+    return name
+
+
+def _io_suite(spec: Mapping[str, JSON]) -> Suite:
+    inputs, outputs = spec.get("inputs"), spec.get("outputs")
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise LabelError("inputs and outputs must be lists")
+    if len(inputs) != len(outputs):
+        raise LabelError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    _count(len(inputs))
+    fn_name = _fn_name(spec)
+    if fn_name:
+        args = tuple(_args(value, f"input {i}") for i, value in enumerate(inputs))
+        return Suite("call", args, tuple(outputs), fn_name)
+    texts = tuple(_text(value, f"input {i}") for i, value in enumerate(inputs))
+    wanted = tuple(_text(value, f"output {i}") for i, value in enumerate(outputs))
+    return Suite("stdin", texts, wanted)
+
+
+def _functional(case: Mapping[str, JSON], i: int) -> tuple[str, JSON]:
+    source = _text(case.get("input"), f"test {i} input")
+    try:
+        args = [json.loads(line) for line in source.split("\n") if line.strip()]
+        return json.dumps(args), json.loads(_text(case.get("output"), f"test {i} output"))
+    except (ValueError, RecursionError) as exc:
+        raise LabelError(f"functional test {i} is not JSON: {exc}") from None
+
+
+def _listed_suite(cases: list[JSON], spec: Mapping[str, JSON]) -> Suite:
+    _count(len(cases))
+    if not all(isinstance(case, dict) for case in cases):
+        raise LabelError("a test list holds something other than objects")
+    types = {case.get("testtype", "stdin") for case in cases}
+    if len(types) != 1 or not types <= {"stdin", "functional"}:
+        raise LabelError(f"test types {sorted(map(str, types))} are not one of stdin, functional")
+    if types == {"stdin"}:
+        inputs = tuple(_text(c.get("input"), f"test {i} input") for i, c in enumerate(cases))
+        outputs = tuple(_text(c.get("output"), f"test {i} output") for i, c in enumerate(cases))
+        return Suite("stdin", inputs, outputs)
+    fn_name = _fn_name(spec)
+    if not fn_name:
+        raise LabelError("functional tests need fn_name or metadata.func_name")
+    pairs = [_functional(case, i) for i, case in enumerate(cases)]
+    return Suite("call", tuple(a for a, _ in pairs), tuple(o for _, o in pairs), fn_name)
+
+
+def _statements(value: JSON, what: str) -> tuple[str, tuple[str, ...]]:
+    """Setup code and test chunks: each chunk runs from a top-level `assert` to the next."""
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return "", tuple(t for t in value if t.strip())
+    if not isinstance(value, str):
+        raise LabelError(f"{what} is neither a string nor a list of strings")
+    chunks: list[list[str]] = [[]]
+    for line in value.split("\n"):
+        if line.startswith("assert") and not line[6:7].isidentifier():
+            chunks.append([])
+        chunks[-1].append(line)
+    setup, *tests = ("\n".join(chunk).strip() for chunk in chunks)
+    return setup, tuple(tests)
+
+
+def _assert_suite(spec: Mapping[str, JSON]) -> Suite:
+    imports = spec.get("test_imports") or []
+    setup = spec.get("test_setup_code") or ""
+    if isinstance(imports, str):
+        imports = [imports]
+    if not (isinstance(imports, list) and all(isinstance(s, str) for s in imports)):
+        raise LabelError("test_imports is not a list of strings")
+    if not isinstance(setup, str):
+        raise LabelError("test_setup_code is not a string")
+    prelude = "\n".join([*imports, setup]).strip()
+    if "test" in spec:
+        test, entry = spec.get("test"), _fn_name(spec)
+        if not isinstance(test, str) or not entry:
+            raise LabelError("a HumanEval label needs test (a string) and entry_point")
+        return Suite("assert", (f"check({entry})",), (), entry, "\n".join([prelude, test]))
+    key = "tests" if "tests" in spec else "test_list"
+    setup, tests = _statements(spec[key], key)
+    _count(len(tests))
+    return Suite("assert", tests, (), "", "\n".join([prelude, setup]).strip())
+
+
+def _test_list(spec: Mapping[str, JSON], key: str) -> list[JSON]:
+    """The LiveCodeBench test objects under `key`, or [] when it holds none."""
+    value = spec.get(key)
+    if isinstance(value, str) and not value.lstrip().startswith("["):
+        if key == "private_test_cases" and value.strip():
+            raise LabelError(
+                "private_test_cases is not a JSON list (LiveCodeBench ships it pickled, which "
+                "this service never loads): store it decoded"
+            )
+        return []
+    value = _decoded(value, key)
+    if isinstance(value, list) and value and all(isinstance(case, dict) for case in value):
+        return value
+    return []
+
+
+def read_suite(label: JSON, options: Mapping[str, JSON]) -> Suite:
+    """The test suite a label holds (its tests may sit in `options`); raises `LabelError`."""
+    spec = _decoded(label, "label")
+    suite = _suite(spec, options)
+    return replace(suite, spec=spec) if isinstance(spec, dict) else suite
+
+
+def _suite(spec: JSON, options: Mapping[str, JSON]) -> Suite:
+    if spec is None:
+        spec = dict(options)
+    if isinstance(spec, list):
+        return _listed_suite(spec, options)
+    if not isinstance(spec, dict):
+        raise LabelError(f"label of type {type(spec).__name__} holds no tests")
+    if "input_output" in spec:
+        nested = _decoded(spec["input_output"], "input_output")
+        if not isinstance(nested, dict):
+            raise LabelError("input_output holds no object")
+        spec = {**spec, **nested}
+    if "inputs" in spec or "outputs" in spec:
+        return _io_suite(spec)
+    listed = [case for key in _LCB_KEYS for case in _test_list(spec, key)]
+    if listed:
+        return _listed_suite(listed, spec)
+    if "tests" in spec or "test_list" in spec or "test" in spec:
+        return _assert_suite(spec)
+    raise LabelError(
+        "label holds none of inputs/outputs, a test list, tests/test_list or test/entry_point"
+    )

@@ -1,0 +1,106 @@
+"""Comparing a program's result with the expected one, as the code benchmarks do.
+
+Standard output: line by line, each line's trailing whitespace stripped and
+trailing empty lines dropped (so `\\r\\n` and a missing final newline do not
+matter; leading spaces and inner blank lines do). With a float tolerance,
+lines compare token by token (split on whitespace) and two tokens that both
+read as numbers match when within the tolerance, absolute or relative.
+
+Return values: JSON-decoded, tuples already lists; with a tolerance, numbers
+match within it at any depth. An expected value that is a one-element list
+also matches its element, as APPS wraps call-based outputs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from reward_service.scorers.base import JSON
+
+
+class ToleranceError(ValueError):
+    """A float tolerance that is not a finite number in [0, 1)."""
+
+
+def parse_tolerance(value: JSON) -> float | None:
+    """The `float_tolerance` option as a number, None when off (absent, `0`, `off`)."""
+    if value is None or value in ("", "off", "none"):
+        return None
+    if isinstance(value, bool):
+        raise ToleranceError("float_tolerance is a boolean, not a number")
+    try:
+        tolerance = float(value)
+    except (TypeError, ValueError):
+        raise ToleranceError(f"float_tolerance {str(value)[:64]!r} is not a number") from None
+    if not (math.isfinite(tolerance) and 0 <= tolerance < 1):
+        raise ToleranceError(f"float_tolerance {tolerance!r} is not in [0, 1)")
+    return tolerance or None
+
+
+def _lines(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _close(a: float, b: float, tolerance: float) -> bool:
+    try:
+        return math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
+    except OverflowError:  # an integer past any float
+        return a == b
+
+
+def _number(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _tokens_match(got: str, want: str, tolerance: float) -> bool:
+    if got == want:
+        return True
+    a, b = _number(got), _number(want)
+    return a is not None and b is not None and _close(a, b, tolerance)
+
+
+def outputs_match(got: str, want: str, tolerance: float | None = None) -> bool:
+    """True when standard output `got` is the expected `want`, line by line."""
+    got_lines, want_lines = _lines(got), _lines(want)
+    if tolerance is None or got_lines == want_lines:
+        return got_lines == want_lines
+    if len(got_lines) != len(want_lines):
+        return False
+    for got_line, want_line in zip(got_lines, want_lines, strict=True):
+        got_tokens, want_tokens = got_line.split(), want_line.split()
+        if len(got_tokens) != len(want_tokens) or not all(
+            map(_tokens_match, got_tokens, want_tokens, [tolerance] * len(got_tokens))
+        ):
+            return False
+    return True
+
+
+def _values_equal(got: JSON, want: JSON, tolerance: float | None) -> bool:
+    if isinstance(got, list) and isinstance(want, list):
+        return len(got) == len(want) and all(
+            _values_equal(a, b, tolerance) for a, b in zip(got, want, strict=True)
+        )
+    if isinstance(got, dict) and isinstance(want, dict):
+        return got.keys() == want.keys() and all(
+            _values_equal(got[k], want[k], tolerance) for k in got
+        )
+    if tolerance is not None and _is_number(got) and _is_number(want):
+        return _close(got, want, tolerance)
+    return bool(got == want)
+
+
+def _is_number(value: JSON) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def values_match(got: JSON, want: JSON, tolerance: float | None = None) -> bool:
+    """True when return value `got` is the expected `want` (or its only element)."""
+    if _values_equal(got, want, tolerance):
+        return True
+    return isinstance(want, list) and len(want) == 1 and _values_equal(got, want[0], tolerance)

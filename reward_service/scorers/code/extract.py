@@ -1,0 +1,64 @@
+"""The program in a response: its last fenced code block in a known language.
+
+Only the text after the last `</think>` is read. A fence is a line whose
+first non-blank characters are three or more backticks; the block ends at a
+line holding only a fence at least as long. The info string's first word
+names the language (`python`, `py`, `python3`, or none for Python); the
+last closed block in a known language is the program, so an answer that
+ends with a block of sample output (```` ```text ````) still grades its code.
+An unclosed block (a truncated answer) is not a program.
+
+The scan reads each line once, with no regular expression: linear in the
+response, safe on the event loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+THINK_END = "</think>"
+FENCE = "```"
+LANGUAGES: dict[str, str] = {"": "python", "python": "python", "py": "python", "python3": "python"}
+"""A fence's info word (lower case) -> the sandbox runner that runs its program."""
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A program found in a response."""
+
+    language: str
+    source: str
+
+
+def _fence_length(line: str) -> int:
+    """How many backticks open `line` after its indentation (0: not a fence)."""
+    start = len(line) - len(line.lstrip(" \t"))
+    end = start
+    while end < len(line) and line[end] == "`":
+        end += 1
+    run = end - start
+    return run if run >= len(FENCE) else 0
+
+
+def last_program(response: str) -> Extracted | None:
+    """The last closed code block in a known language after the last `</think>`, or None."""
+    text = response.rpartition(THINK_END)[2]
+    found: Extracted | None = None
+    opened: tuple[int, str | None] | None = None
+    body: list[str] = []
+    for line in text.split("\n"):
+        run = _fence_length(line)
+        if opened is None:
+            if run:
+                info = line.lstrip(" \t")[run:].strip()
+                if "`" not in info:
+                    words = info.split(maxsplit=1)
+                    opened = (run, LANGUAGES.get(words[0].lower() if words else ""))
+                    body = []
+        elif run >= opened[0] and not line.strip(" \t\r`"):
+            if opened[1] is not None:
+                found = Extracted(opened[1], "\n".join(body) + "\n")
+            opened = None
+        else:
+            body.append(line)
+    return found

@@ -1,0 +1,307 @@
+"""`code`: run the response's program against the label's tests in the sandbox.
+
+The reward is 1.0 when every test passes, else 0.0; with `partial` it is the
+fraction passed. Tests run in order and, unless `partial`, grading stops at
+the first failure. Formats, options and limits: `docs/code.md`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
+from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.code.cases import LabelError, Suite, read_suite
+from reward_service.scorers.code.compare import (
+    ToleranceError,
+    outputs_match,
+    parse_tolerance,
+    values_match,
+)
+from reward_service.scorers.code.drivers import (
+    DONE,
+    assert_driver,
+    call_driver,
+    driver_results,
+    new_mark,
+)
+from reward_service.scorers.code.extract import last_program
+
+SandboxFactory = Callable[[GradingLimits], Sandbox]
+"""Builds the sandbox a scorer runs programs in (tests inject their own)."""
+
+MAX_PROGRAM_CHARS = 100_000
+"""A longer program is not graded (`no_answer`)."""
+STDERR_CHARS = 300
+"""Characters of standard error kept in `first_failure`."""
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+_BUDGET = "the answer's time budget ran out before this test"
+
+
+def default_sandbox(limits: GradingLimits) -> Sandbox:
+    """The service's sandbox, with the scratch size of `limits`."""
+    raise NotImplementedError("the sandbox has not landed yet")
+
+
+class OptionError(ValueError):
+    """An option value the scorer cannot use; the message says why."""
+
+
+def _flag(value: JSON) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in _TRUE | _FALSE:
+        raise OptionError(f"partial {str(value)[:64]!r} is not one of 0, 1, true, false")
+    return text in _TRUE
+
+
+def _number(name: str, value: JSON) -> float:
+    if isinstance(value, dict) and "seconds" in value:  # CodeContests: {"seconds", "nanos"}
+        value = float(value.get("seconds") or 0) + float(value.get("nanos") or 0) / 1e9
+    if isinstance(value, bool):
+        raise OptionError(f"{name} is a boolean, not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{name} {str(value)[:64]!r} is not a number") from None
+    if not (math.isfinite(number) and number > 0):
+        raise OptionError(f"{name} {number!r} is not a positive number")
+    return number
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """How one answer is graded, from its options and its label's own keys."""
+
+    partial: bool
+    tolerance: float | None
+    limits: Limits
+    """Per test: the label's time and memory, capped by the service's."""
+
+
+def read_options(options: Mapping[str, JSON], limits: GradingLimits) -> AnswerOptions:
+    """The options of one answer, checked and capped; raises `OptionError`."""
+    time_s = limits.code_time_limit_s
+    if options.get("time_limit_s") is not None:
+        time_s = min(_number("time_limit_s", options["time_limit_s"]), limits.code_max_time_limit_s)
+    memory_mb = limits.code_memory_mb
+    if options.get("memory_mb") is not None:
+        asked = math.ceil(_number("memory_mb", options["memory_mb"]))
+        memory_mb = min(asked, limits.code_max_memory_mb)
+    try:
+        tolerance = parse_tolerance(options.get("float_tolerance"))
+    except ToleranceError as exc:
+        raise OptionError(str(exc)) from None
+    return AnswerOptions(
+        partial=_flag(options.get("partial", False)),
+        tolerance=tolerance,
+        limits=Limits(time_s=time_s, memory_mb=memory_mb, output_bytes=limits.code_output_bytes),
+    )
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why one test failed."""
+
+    test: int
+    kind: str
+    stderr: str = ""
+
+    def detail(self) -> dict[str, JSON]:
+        return {"test": self.test, "kind": self.kind, "stderr": self.stderr[-STDERR_CHARS:]}
+
+
+Judge = Callable[[int, Outcome], Failure | None]
+"""The verdict on test `i` from its run's outcome: None when it passed."""
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """What running a suite found."""
+
+    failures: list[Failure]
+    """The failed tests in order (only the first unless `partial`)."""
+    budget_out: bool = False
+    """The answer's budget ran out before every test ran."""
+
+
+class CodeScorer(Scorer):
+    """1.0 when the program passes every test of the label, else 0.0 (`partial`: the fraction)."""
+
+    name = "code"
+    deadline_s: ClassVar[float | None] = 30.0
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        "partial": frozenset({"0", "1", "true", "false"}),
+        "float_tolerance": None,
+        "time_limit_s": None,
+        "memory_mb": None,
+    }
+
+    def __init__(
+        self, limits: GradingLimits | None = None, sandbox_factory: SandboxFactory | None = None
+    ) -> None:
+        super().__init__(limits)
+        self.sandbox = (sandbox_factory or default_sandbox)(self.limits)
+        missing = self.limits.code_required_layers - set(self.sandbox.layers)
+        if missing:
+            self.sandbox.close()
+            raise RuntimeError(
+                f"sandbox layers {sorted(missing)} are required but not active "
+                f"(active: {list(self.sandbox.layers)})"
+            )
+
+    @classmethod
+    def option_problem(cls, name: str, value: JSON) -> str | None:
+        problem = super().option_problem(name, value)
+        if problem is None:
+            try:
+                read_options({name: value}, GradingLimits())
+            except OptionError as exc:
+                return f"scorer 'code': {exc}"
+        return problem
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        program = last_program(response)
+        if program is None:
+            return Score.no_answer("no closed ```python or untagged code block")
+        if len(program.source) > MAX_PROGRAM_CHARS:
+            return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
+        try:
+            suite = read_suite(label, options)
+            own = {key: suite.spec[key] for key in self.options if key in suite.spec}
+            answer = read_options({**options, **own}, self.limits)
+        except (LabelError, OptionError) as exc:
+            return Score.error(str(exc))
+        if suite.style != "stdin" and program.language != "python":
+            return Score.error(f"{suite.style} tests need a python program")
+        found = self._verdicts(program.language, program.source, suite, answer)
+        total = len(suite.inputs)
+        failures = found.failures
+        if answer.partial:
+            passed = total - len(failures)
+        else:
+            passed = failures[0].test if failures else total
+        details: dict[str, JSON] = {
+            "passed": passed,
+            "total": total,
+            "first_failure": failures[0].detail() if failures else None,
+            "format": suite.style,
+            "language": program.language,
+            "sandbox": list(self.sandbox.layers),
+        }
+        if found.budget_out:
+            details["budget_exhausted"] = True
+        if not failures:
+            return Score.verdict(True, **details)
+        return Score(passed / total if answer.partial else 0.0, Status.WRONG, details)
+
+    def _verdicts(
+        self, language: str, source: str, suite: Suite, answer: AnswerOptions
+    ) -> Verdicts:
+        mark = new_mark()
+        if suite.style == "assert":
+            return self._assert_verdicts(source, suite, answer, mark)
+        if suite.style == "call":
+            program = Program("python", call_driver(source, suite.fn_name, mark))
+            judge = _call_judge(suite, answer.tolerance, mark)
+        else:
+            program = Program(language, source)
+            judge = _stdin_judge(suite, answer.tolerance)
+        stdins = [text.encode() for text in suite.inputs]
+        return self._run_each(program, stdins, answer.limits, judge, not answer.partial)
+
+    def _run_each(
+        self, program: Program, stdins: Sequence[bytes], limits: Limits, judge: Judge, stop: bool
+    ) -> Verdicts:
+        """One run per stdin; when `stop`, in chunks of 1, 2, 4... so a wrong output ends early."""
+        started = time.monotonic()
+        failures: list[Failure] = []
+        done, chunk = 0, 1
+        while done < len(stdins):
+            remaining = self.limits.code_budget_s - (time.monotonic() - started)
+            part = stdins[done : done + chunk] if stop else stdins[done:]
+            outcomes = (
+                self.sandbox.run(program, part, limits, remaining, stop) if remaining > 0 else []
+            )
+            for offset, outcome in enumerate(outcomes):
+                failure = judge(done + offset, outcome)
+                if failure is not None:
+                    failures.append(failure)
+                    if stop:
+                        return Verdicts(failures)
+            done += len(outcomes)
+            if len(outcomes) < len(part):
+                unrun = range(done, len(stdins) if not stop else done + 1)
+                return Verdicts(
+                    [*failures, *(Failure(i, Kind.TIME_LIMIT.value, _BUDGET) for i in unrun)], True
+                )
+            chunk *= 2
+        return Verdicts(failures)
+
+    def _assert_verdicts(
+        self, source: str, suite: Suite, answer: AnswerOptions, mark: str
+    ) -> Verdicts:
+        """All tests in one run: each test's time, summed, capped by the service's maximum."""
+        tests = len(suite.inputs)
+        stop = not answer.partial
+        program = Program("python", assert_driver(source, suite.setup, suite.inputs, mark, stop))
+        per_test = answer.limits
+        cap = max(per_test.time_s, self.limits.code_max_time_limit_s)
+        limits = Limits(
+            min(per_test.time_s * tests, cap), per_test.memory_mb, per_test.output_bytes
+        )
+        outcomes = self.sandbox.run(program, [b""], limits, self.limits.code_budget_s, stop)
+        if not outcomes:
+            return Verdicts([Failure(0, Kind.TIME_LIMIT.value, _BUDGET)], True)
+        outcome = outcomes[0]
+        values = [
+            value for reading, value in driver_results(outcome.stdout, mark) if reading == "value"
+        ]
+        ran = [v for v in values if isinstance(v, list) and len(v) == 2][:tests]
+        failures = [
+            Failure(i, str(kind), str(text)) for i, (kind, text) in enumerate(ran) if kind != "ok"
+        ]
+        if values[-1:] != [DONE] and not (stop and failures):
+            # the program ended (or was ended) before its tests did
+            kind = outcome.kind if outcome.kind is not Kind.OK else Kind.RUNTIME_ERROR
+            text = outcome.stderr or "the program exited before its tests ended"
+            failures.append(Failure(len(ran), kind.value, text))
+            if not stop:
+                failures += [Failure(i, kind.value, text) for i in range(len(ran) + 1, tests)]
+        return Verdicts(failures)
+
+
+def _stdin_judge(suite: Suite, tolerance: float | None) -> Judge:
+    def judge(i: int, outcome: Outcome) -> Failure | None:
+        if outcome.kind is not Kind.OK:
+            return Failure(i, outcome.kind.value, outcome.stderr)
+        got = outcome.stdout.decode("utf-8", "replace")
+        if outputs_match(got, str(suite.expected[i]), tolerance):
+            return None
+        return Failure(i, "wrong_output", outcome.stderr)
+
+    return judge
+
+
+def _call_judge(suite: Suite, tolerance: float | None, mark: str) -> Judge:
+    def judge(i: int, outcome: Outcome) -> Failure | None:
+        if outcome.kind is not Kind.OK:
+            return Failure(i, outcome.kind.value, outcome.stderr)
+        readings = driver_results(outcome.stdout, mark)
+        if not readings:
+            text = outcome.stderr or "the program exited before the function returned"
+            return Failure(i, Kind.RUNTIME_ERROR.value, text)
+        reading, value = readings[-1]
+        if reading == "value" and values_match(value, suite.expected[i], tolerance):
+            return None
+        return Failure(i, "wrong_output", outcome.stderr)
+
+    return judge
