@@ -159,6 +159,11 @@ def _statements(value: JSON, what: str) -> tuple[str, tuple[str, ...]]:
     return setup, tuple(tests)
 
 
+def _joined(*parts: str) -> str:
+    """Source parts, one after another, the empty ones left out."""
+    return "\n".join(part for part in parts if part.strip())
+
+
 def _assert_suite(spec: Mapping[str, JSON]) -> Suite:
     imports = spec.get("test_imports") or []
     setup = spec.get("test_setup_code") or ""
@@ -168,16 +173,16 @@ def _assert_suite(spec: Mapping[str, JSON]) -> Suite:
         raise LabelError("test_imports is not a list of strings")
     if not isinstance(setup, str):
         raise LabelError("test_setup_code is not a string")
-    prelude = "\n".join([*imports, setup]).strip()
+    prelude = _joined(*imports, setup)
     if "test" in spec:
         test, entry = spec.get("test"), _fn_name(spec)
         if not isinstance(test, str) or not entry:
             raise LabelError("a HumanEval label needs test (a string) and entry_point")
-        return Suite("assert", (f"check({entry})",), (), entry, "\n".join([prelude, test]))
+        return Suite("assert", (f"check({entry})",), (), entry, _joined(prelude, test))
     key = "tests" if "tests" in spec else "test_list"
     setup, tests = _statements(spec[key], key)
     _count(len(tests))
-    return Suite("assert", tests, (), "", "\n".join([prelude, setup]).strip())
+    return Suite("assert", tests, (), "", _joined(prelude, setup))
 
 
 def _test_list(spec: Mapping[str, JSON], key: str) -> list[JSON]:
@@ -205,6 +210,8 @@ def read_suite(label: JSON, options: Mapping[str, JSON]) -> Suite:
 
 def _suite(spec: JSON, options: Mapping[str, JSON]) -> Suite:
     if spec is None:
+        if not options:
+            raise LabelError("label is null and holds no tests")
         spec = dict(options)
     if isinstance(spec, list):
         return _listed_suite(spec, options)

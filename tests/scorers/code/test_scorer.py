@@ -1,0 +1,307 @@
+"""The `code` scorer end to end: programs run against every label format, options and details."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from reward_service.sandbox import Kind, Limits, Outcome, Program
+from reward_service.scorers.base import JSON, GradingLimits, Status
+from reward_service.scorers.code.scorer import MAX_PROGRAM_CHARS, CodeScorer
+
+ARGS = [1, 4, 7]
+"""The tests' inputs; a wrong solution is right on the first two only."""
+
+
+def _fenced(source: str) -> str:
+    return f"<think>\nTriple it.\n</think>\nSure:\n```python\n{source}\n```\n"
+
+
+STDIN_OK = "print(3 * int(input()))"
+STDIN_BAD = "x = int(input())\nprint(3 * x if x < 5 else x)"
+CALL_OK = "def triple(x):\n    return 3 * x"
+CALL_BAD = "def triple(x):\n    return 3 * x if x < 5 else x"
+CLASS_OK = "class Solution:\n    def triple(self, x: int) -> int:\n        return 3 * x"
+CLASS_BAD = "class Solution:\n    def triple(self, x: List[int]) -> int:\n        return x"
+IO = {"inputs": [f"{x}\n" for x in ARGS], "outputs": [f"{3 * x}\n" for x in ARGS]}
+CALL = {"inputs": [[x] for x in ARGS], "outputs": [3 * x for x in ARGS], "fn_name": "triple"}
+LCB_STDIN = [{"input": f"{x}\n", "output": f"{3 * x}\n", "testtype": "stdin"} for x in ARGS]
+LCB_CALL = [{"input": f"{x}", "output": f"{3 * x}", "testtype": "functional"} for x in ARGS]
+ASSERTS = "\n".join(f"assert triple({x}) == {3 * x}" for x in ARGS)
+CHECK = "def check(candidate):\n" + "".join(f"    assert candidate({x}) == {3 * x}\n" for x in ARGS)
+
+FORMATS: dict[str, tuple[JSON, dict[str, JSON], str, str]] = {
+    "stdin": (IO, {}, STDIN_OK, STDIN_BAD),
+    "stdin-json-string": (json.dumps(IO), {}, STDIN_OK, STDIN_BAD),
+    "stdin-apps-input_output": ({"input_output": json.dumps(IO)}, {}, STDIN_OK, STDIN_BAD),
+    "stdin-beside-scorer": (None, dict(IO), STDIN_OK, STDIN_BAD),
+    "call": (CALL, {}, CALL_OK, CALL_BAD),
+    "call-apps-wrapped": ({**CALL, "outputs": [[3 * x] for x in ARGS]}, {}, CALL_OK, CALL_BAD),
+    "call-class-solution": (CALL, {}, CLASS_OK, CLASS_BAD),
+    "livecodebench-stdin": (LCB_STDIN, {}, STDIN_OK, STDIN_BAD),
+    "livecodebench-functional": (
+        {"public_test_cases": json.dumps(LCB_CALL), "metadata": '{"func_name": "triple"}'},
+        {},
+        CLASS_OK,
+        CLASS_BAD,
+    ),
+    "mbpp-tests": ({"tests": ASSERTS}, {}, CALL_OK, CALL_BAD),
+    "mbpp-test_list": (
+        {"test_list": ASSERTS.split("\n"), "test_imports": ["import math"]},
+        {},
+        CALL_OK,
+        CALL_BAD,
+    ),
+    "humaneval": ({"test": CHECK, "entry_point": "triple"}, {}, CALL_OK, CALL_BAD),
+}
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_correct_solution_passes_in_every_format(scorer: CodeScorer, name: str) -> None:
+    """A correct program earns 1.0 (`ok`) under every label format."""
+    label, options, good, _ = FORMATS[name]
+    score = scorer.score("p", _fenced(good), label, options)
+    assert (score.reward, score.status, score.details["first_failure"]) == (1.0, Status.OK, None)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_wrong_solution_fails_in_every_format(scorer: CodeScorer, name: str) -> None:
+    """A program wrong on one test earns 0.0 (`wrong`) under every label format."""
+    label, options, _, bad = FORMATS[name]
+    score = scorer.score("p", _fenced(bad), label, options)
+    assert (score.reward, score.status) == (0.0, Status.WRONG)
+    assert score.details["first_failure"]["kind"] == "wrong_output"
+
+
+def test_detail_reports_tests_format_language_and_layers(scorer: CodeScorer) -> None:
+    """The details name the passed and total tests, the first failure, format, language, layers."""
+    score = scorer.score("p", _fenced(STDIN_BAD), IO, {})
+    assert {k: score.details[k] for k in ("passed", "total", "format", "language")} == {
+        "passed": 2,
+        "total": 3,
+        "format": "stdin",
+        "language": "python",
+    }
+    assert score.details["first_failure"] == {"test": 2, "kind": "wrong_output", "stderr": ""}
+    assert score.details["sandbox"] == list(scorer.sandbox.layers)
+
+
+KINDS = [
+    ("x = int(input())\nif x == 4:\n    raise ValueError('four')\nprint(3 * x)", "runtime_error"),
+    ("x = int(input())\nwhile x == 4:\n    pass\nprint(3 * x)", "time_limit"),
+    ("x = int(input())\nprint('y' * (3 * 2**20) if x == 4 else 3 * x)", "output_limit"),
+    ("x = int(input())\nblob = bytearray(2**40) if x == 4 else b''\nprint(3 * x)", "memory_limit"),
+]
+
+
+@pytest.mark.parametrize(("source", "kind"), KINDS)
+def test_first_failure_names_its_kind_and_test(scorer: CodeScorer, source: str, kind: str) -> None:
+    """A run that crashes, loops, floods or runs out of memory fails with that kind, on its test."""
+    score = scorer.score("p", _fenced(source), {**IO, "time_limit_s": 0.5}, {})
+    assert score.reward == 0.0
+    assert (score.details["first_failure"]["test"], score.details["first_failure"]["kind"]) == (
+        1,
+        kind,
+    )
+
+
+def test_runtime_error_keeps_an_excerpt_of_stderr(scorer: CodeScorer) -> None:
+    """A crash's first failure carries the tail of its traceback."""
+    score = scorer.score("p", _fenced("raise ValueError('boom')"), IO, {})
+    assert "ValueError: boom" in score.details["first_failure"]["stderr"]
+
+
+@pytest.mark.parametrize("name", ["stdin", "call", "mbpp-tests"])
+def test_partial_gives_the_fraction_passed(scorer: CodeScorer, name: str) -> None:
+    """With `partial`, a program right on two tests of three earns 2/3 and the run goes on."""
+    label, options, _, bad = FORMATS[name]
+    score = scorer.score("p", _fenced(bad), label, {**options, "partial": "1"})
+    assert (score.reward, score.status, score.details["passed"]) == (2 / 3, Status.WRONG, 2)
+
+
+def test_call_based_return_value_is_judged_apart_from_prints(scorer: CodeScorer) -> None:
+    """The solution's own prints neither fail a right return value nor pass a wrong one."""
+    chatty = "def triple(x):\n    print('debug', 3 * x)\n    return 3 * x"
+    mimic = "def triple(x):\n    print(3 * x)\n    return None"
+    assert scorer.score("p", _fenced(chatty), CALL, {}).reward == 1.0
+    assert scorer.score("p", _fenced(mimic), CALL, {}).reward == 0.0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        f"{CALL_OK}\nimport sys\nsys.exit(0)",
+        f"{CALL_OK}\nimport os\nos._exit(0)",
+        "def triple(x):\n    import os\n    os._exit(0)",
+        "def triple(x):\n    raise SystemExit(0)",
+    ],
+)
+def test_assert_tests_fail_a_program_that_exits_before_they_end(
+    scorer: CodeScorer, source: str
+) -> None:
+    """An assert-style program that exits with status 0 before its tests finish earns 0.0."""
+    score = scorer.score("p", _fenced(source), {"tests": ASSERTS}, {})
+    assert (score.reward, score.details["first_failure"]["kind"]) == (0.0, "runtime_error")
+
+
+def test_call_based_tests_fail_a_program_that_exits_before_returning(scorer: CodeScorer) -> None:
+    """A call-based program that exits with status 0 instead of returning earns 0.0."""
+    score = scorer.score("p", _fenced("import os\nos._exit(0)"), CALL, {})
+    assert (score.reward, score.details["first_failure"]["kind"]) == (0.0, "runtime_error")
+
+
+def test_float_tolerance_option_accepts_close_outputs(scorer: CodeScorer) -> None:
+    """Outputs off in the seventh digit fail by default and pass with `float_tolerance=1e-6`."""
+    label = {"inputs": ["3\n"], "outputs": ["0.333333333\n"]}
+    program = _fenced("print(round(1 / int(input()), 7))")
+    assert scorer.score("p", program, label, {}).reward == 0.0
+    assert scorer.score("p", program, label, {"float_tolerance": "1e-6"}).reward == 1.0
+
+
+@pytest.mark.parametrize(
+    ("response", "reason"),
+    [
+        ("print(1)", "no closed"),
+        ("```python\nprint(1)", "no closed"),
+        (_fenced("x = 1\n" * MAX_PROGRAM_CHARS), "longer than"),
+    ],
+)
+def test_response_without_a_program_is_no_answer(
+    scorer: CodeScorer, response: str, reason: str
+) -> None:
+    """No closed code block, or one past the size cap: `no_answer`, reward 0.0."""
+    score = scorer.score("p", response, IO, {})
+    assert (score.reward, score.status) == (0.0, Status.NO_ANSWER)
+    assert reason in score.details["reason"]
+
+
+@pytest.mark.parametrize(
+    ("label", "options", "reason"),
+    [
+        ("not json", {}, "not JSON"),
+        (None, {}, "null"),
+        ({"inputs": ["1"], "outputs": []}, {}, "outputs"),
+        (IO, {"partial": "maybe"}, "partial"),
+        (IO, {"time_limit_s": "soon"}, "time_limit_s"),
+        ({**IO, "memory_mb": -5}, {}, "memory_mb"),
+        (IO, {"float_tolerance": "2"}, "float_tolerance"),
+    ],
+)
+def test_unreadable_label_or_option_is_error(
+    scorer: CodeScorer, label: JSON, options: dict[str, JSON], reason: str
+) -> None:
+    """A label holding no tests or an option that cannot be used: `error`, with the reason."""
+    score = scorer.score("p", _fenced(STDIN_OK), label, options)
+    assert (score.reward, score.status) == (0.0, Status.ERROR)
+    assert reason in score.details["reason"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "refused"),
+    [
+        ("partial", "1", False),
+        ("partial", "maybe", True),
+        ("float_tolerance", "1e-6", False),
+        ("float_tolerance", "lots", True),
+        ("time_limit_s", "1.5", False),
+        ("time_limit_s", "-1", True),
+        ("memory_mb", "512", False),
+        ("memory_mb", "big", True),
+        ("language", "cpp", True),
+    ],
+)
+def test_url_options_are_checked_before_grading(name: str, value: str, refused: bool) -> None:
+    """`option_problem` refuses unknown options and values no answer could use."""
+    assert (CodeScorer.option_problem(name, value) is not None) is refused
+
+
+@dataclass
+class RecordingSandbox:
+    """Passes every run and records what it was asked; `runs_left` models the budget."""
+
+    runs_left: int = 1_000
+    calls: list[tuple[int, Limits, bool]] = field(default_factory=list)
+    layers: Sequence[str] = ("recording",)
+
+    def run(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        stop_at_first_failure: bool = True,
+    ) -> list[Outcome]:
+        self.calls.append((len(stdins), limits, stop_at_first_failure))
+        count = min(len(stdins), self.runs_left)
+        self.runs_left -= count
+        return [Outcome(Kind.OK, b"1\n", "", 0, 0.0)] * count
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+ONES: dict[str, Any] = {"inputs": ["\n"] * 10, "outputs": ["1\n"] * 10}
+
+
+def _recorded(label: JSON, options: dict[str, JSON], sandbox: RecordingSandbox) -> Any:
+    limits = GradingLimits(code_time_limit_s=2.0, code_max_time_limit_s=5.0, code_max_memory_mb=512)
+    return CodeScorer(limits, sandbox_factory=lambda _: sandbox).score(
+        "p", _fenced("print(1)"), label, options
+    )
+
+
+def test_tests_run_in_doubling_chunks_until_partial_asks_for_all() -> None:
+    """Stopping at a failure, tests reach the sandbox 1, 2, 4, 3 at a time; `partial`: all 10."""
+    sandbox = RecordingSandbox()
+    assert _recorded(ONES, {}, sandbox).reward == 1.0
+    assert [(n, stop) for n, _, stop in sandbox.calls] == [
+        (1, True),
+        (2, True),
+        (4, True),
+        (3, True),
+    ]
+    sandbox = RecordingSandbox()
+    assert _recorded(ONES, {"partial": True}, sandbox).reward == 1.0
+    assert [(n, stop) for n, _, stop in sandbox.calls] == [(10, False)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "time_s", "memory_mb"),
+    [
+        ({}, 2.0, 256),
+        ({"time_limit_s": 3, "memory_mb": 300}, 3.0, 300),
+        ({"time_limit_s": "60", "memory_mb": 4096}, 5.0, 512),
+        ({"time_limit_s": {"seconds": 1, "nanos": 500_000_000}}, 1.5, 256),
+    ],
+)
+def test_label_time_and_memory_apply_per_test_up_to_the_caps(
+    asked: dict[str, JSON], time_s: float, memory_mb: int
+) -> None:
+    """The label's `time_limit_s` and `memory_mb` set each run's limits, capped by the service."""
+    sandbox = RecordingSandbox()
+    _recorded({**ONES, **asked}, {}, sandbox)
+    assert {(limits.time_s, limits.memory_mb) for _, limits, _ in sandbox.calls} == {
+        (time_s, memory_mb)
+    }
+
+
+def test_budget_running_out_fails_the_answer_as_time_limit() -> None:
+    """When the sandbox stops for the answer's budget, the next test fails `time_limit`."""
+    score = _recorded(ONES, {}, RecordingSandbox(runs_left=5))
+    assert (score.reward, score.details["passed"], score.details["budget_exhausted"]) == (
+        0.0,
+        5,
+        True,
+    )
+    assert score.details["first_failure"]["kind"] == "time_limit"
+
+
+def test_missing_required_layers_stop_the_scorer_from_building() -> None:
+    """A required sandbox layer that is not active makes building the scorer fail."""
+    limits = GradingLimits(code_required_layers=frozenset({"seccomp"}))
+    with pytest.raises(RuntimeError, match="seccomp"):
+        CodeScorer(limits, sandbox_factory=lambda _: RecordingSandbox())
