@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
-from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.base import JSON, NO_OPTIONS, GradingLimits, Score, Scorer, Status
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
 from reward_service.scorers.code.compare import (
     ToleranceError,
@@ -29,7 +29,7 @@ from reward_service.scorers.code.drivers import (
     driver_results,
     new_mark,
 )
-from reward_service.scorers.code.extract import last_program
+from reward_service.scorers.code.extract import Extracted, last_program
 
 SandboxFactory = Callable[[GradingLimits], Sandbox]
 """Builds the sandbox a scorer runs programs in (tests inject their own)."""
@@ -166,14 +166,20 @@ class CodeScorer(Scorer):
                 return f"scorer 'code': {exc}"
         return problem
 
+    @classmethod
+    def screen(
+        cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Score | None:
+        """`no_answer` in the server for a response with no program to run (linear scan)."""
+        program = last_program(response) if isinstance(response, str) else None
+        return _no_program(program) if program is None or _too_long(program) else None
+
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
         program = last_program(response)
-        if program is None:
-            return Score.no_answer("no closed ```python or untagged code block")
-        if len(program.source) > MAX_PROGRAM_CHARS:
-            return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
+        if program is None or _too_long(program):
+            return _no_program(program)
         try:
             suite = read_suite(label, options)
             own = {key: suite.spec[key] for key in self.options if key in suite.spec}
@@ -277,6 +283,16 @@ class CodeScorer(Scorer):
             if not stop:
                 failures += [Failure(i, kind.value, text) for i in range(len(ran) + 1, tests)]
         return Verdicts(failures)
+
+
+def _too_long(program: Extracted) -> bool:
+    return len(program.source) > MAX_PROGRAM_CHARS
+
+
+def _no_program(program: Extracted | None) -> Score:
+    if program is None:
+        return Score.no_answer("no closed ```python or untagged code block")
+    return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
 
 
 def _stdin_judge(suite: Suite, tolerance: float | None) -> Judge:
