@@ -10,7 +10,8 @@
      │    └── PayloadTooLarge     413: body or batch over its cap
      ├── Overloaded             503: queue or body-byte budget full, or draining; retry later
      ├── ScorerLoadError        a scorer or plugin failed to load (start-up)
-     └── InvalidSetting         a setting names an unknown scorer, option or value (start-up)
+     ├── InvalidSetting         a setting names an unknown scorer, option or value (start-up)
+     └── SandboxUnavailable     the code sandbox cannot start or lacks a required layer (start-up)
 
 `reward_service.server.app` is the only place that maps these to HTTP answers.
 """
@@ -84,3 +85,7 @@ class ScorerLoadError(RewardServiceError):
 
 class InvalidSetting(RewardServiceError):
     """A setting the registry cannot honour (an unknown scorer, option or value)."""
+
+
+class SandboxUnavailable(RewardServiceError):
+    """The sandbox for model-written programs cannot start, or a required layer is not active."""

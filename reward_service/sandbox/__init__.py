@@ -13,6 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+LANGUAGES = ("python",)
+"""The runners a `Program.language` may name."""
+
+LAYERS = (
+    "process",
+    "rlimits",
+    "uid",
+    "seccomp",
+    "landlock",
+    "userns",
+    "netns",
+    "mountns",
+    "pidns",
+    "namespaces",
+)
+"""Every layer name `Sandbox.layers` may report (docs/sandbox.md says what each holds);
+`namespaces` stands for netns, mountns and pidns together."""
+
 
 class Kind(str, enum.Enum):
     """How one run of a program ended."""

@@ -1,0 +1,104 @@
+"""What a run process does to itself between fork and the program.
+
+Stdlib only (the zygote imports it). The order matters: a session of its
+own, the run's pipes on fds 0-3 and nothing else open, rlimits, the
+unprivileged uid (or no capabilities), then the parent-death signal (after
+the uid change, which clears it), no_new_privs, landlock, seccomp last.
+A step that fails ends the process before the program runs; the zygote
+reports it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import os
+import resource
+import signal
+from dataclasses import dataclass
+
+from reward_service.sandbox import linux
+from reward_service.sandbox.landlock import Ruleset
+from reward_service.sandbox.seccomp import SyscallFilter
+
+NOBODY = 65534
+OPEN_FILES = 64
+THREADS = 256
+REPORT_FD = 3
+"""The run's write end of its report pipe (fds 0-2 are its standard streams)."""
+CONFINEMENT_FAILED = 125
+"""A run process's status when a layer could not be put in place."""
+_RULESET_FD = 4
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    time_s: float
+    memory_mb: int
+    file_mb: int
+
+
+@dataclass
+class Confinement:
+    """The layers every run puts on itself; None or False: that layer is off."""
+
+    zygote_pid: int
+    run_uid: int | None
+    drop_capabilities: bool
+    ruleset: Ruleset | None
+    syscall_filter: SyscallFilter | None
+
+    def apply(self, fds: tuple[int, int, int, int], workdir: str, limits: RunLimits) -> None:
+        """In the forked run process: raises OSError naming the step that failed."""
+        step = "process"
+        try:
+            os.setsid()
+            self._own_fds(fds)
+            step = "rlimits"
+            _set_rlimits(limits, nproc=self.run_uid is not None)
+            os.chdir(workdir)
+            if self.run_uid is not None:
+                step = "uid"
+                os.setgroups([])
+                os.setresgid(self.run_uid, self.run_uid, self.run_uid)
+                os.setresuid(self.run_uid, self.run_uid, self.run_uid)
+            elif self.drop_capabilities:
+                step = "userns"
+                linux.drop_capabilities()
+            step = "process"
+            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != self.zygote_pid:
+                raise OSError(3, "the zygote is gone")
+            linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+            if self.ruleset is not None:
+                step = "landlock"
+                self.ruleset.restrict_self(_RULESET_FD)
+                os.close(_RULESET_FD)
+            if self.syscall_filter is not None:
+                step = "seccomp"
+                self.syscall_filter.install(os.getpid())
+        except OSError as e:
+            raise OSError(e.errno, f"{step}: {e.strerror}") from None
+
+    def _own_fds(self, fds: tuple[int, int, int, int]) -> None:
+        """fds 0-3 become the run's pipes, 4 the ruleset (if any); all others close."""
+        keep = [*fds, *([self.ruleset.fd] if self.ruleset is not None else [])]
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in keep]
+        for target, fd in enumerate(high):
+            os.dup2(fd, target, inheritable=False)
+        os.closerange(len(high), 1 << 20)
+
+
+def _set_rlimits(limits: RunLimits, nproc: bool) -> None:
+    cpu = max(1, math.ceil(limits.time_s))
+    memory = limits.memory_mb * 1024 * 1024
+    files = limits.file_mb * 1024 * 1024
+    for which, value in (
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (memory, memory)),
+        (resource.RLIMIT_FSIZE, (files, files)),
+        (resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES)),
+        *([(resource.RLIMIT_NPROC, (THREADS, THREADS))] if nproc else []),
+    ):
+        resource.setrlimit(which, value)

@@ -1,0 +1,116 @@
+"""Languages: how a confined run process becomes the program.
+
+Stdlib only (the zygote imports it). A runner's `run` is called in the run
+process after every layer is in place and never returns. Python runs in
+the forked interpreter itself (no exec: the filter denies it). A compiled
+language would add a runner whose `prepare` step builds the binary once per
+program in a confined process and whose `run` execs it, under a filter that
+allows exactly that exec.
+"""
+
+from __future__ import annotations
+
+import atexit
+import io
+import os
+import sys
+import traceback
+import types
+from typing import NoReturn, Protocol
+
+MEMORY_ERROR = b"M"
+"""Written to the report fd when the program died of MemoryError."""
+
+SCRIPT = "solution.py"
+
+
+class Runner(Protocol):
+    name: str
+
+    def run(self, source: str, workdir: str, report_fd: int) -> NoReturn:
+        """Become the program: stdin/stdout/stderr are fds 0-2, cwd is `workdir`."""
+
+
+class PythonRunner:
+    """Behaves like `python solution.py`: `__main__`, exit statuses, tracebacks, flushing."""
+
+    name = "python"
+
+    def run(self, source: str, workdir: str, report_fd: int) -> NoReturn:
+        script = os.path.join(workdir, SCRIPT)
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(source)
+        os.environ.clear()
+        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        sys.argv = [SCRIPT]
+        sys.path[:] = [workdir, *sys.path]
+        streams = {
+            "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
+            "stdout": open(1, "w", encoding="utf-8", closefd=False),  # noqa: SIM115
+            "stderr": io.TextIOWrapper(
+                open(2, "wb", buffering=0, closefd=False),  # noqa: SIM115
+                encoding="utf-8",
+                errors="backslashreplace",
+                line_buffering=True,
+            ),
+        }
+        for name, stream in streams.items():
+            setattr(sys, name, stream)
+            setattr(sys, f"__{name}__", stream)
+        main = types.ModuleType("__main__")
+        main.__file__ = script
+        sys.modules["__main__"] = main
+        os._exit(_finish(_execute(source, main, report_fd)))
+
+
+def _execute(source: str, main: types.ModuleType, report_fd: int) -> int:
+    """The program's exit status as `python` would compute it."""
+    try:
+        exec(compile(source, SCRIPT, "exec"), main.__dict__)
+    except SystemExit as e:
+        return _exit_status(e)
+    except BaseException as e:  # the program's own failure, reported as python would
+        if isinstance(e, MemoryError):
+            os.write(report_fd, MEMORY_ERROR)
+        _print_exception(e)
+        return 1
+    return 0
+
+
+def _exit_status(e: SystemExit) -> int:
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _print_exception(e: BaseException) -> None:
+    """The traceback without this module's frame, as `python` prints it."""
+    tb = e.__traceback__.tb_next if e.__traceback__ is not None else None
+    try:
+        traceback.print_exception(type(e), e, tb, file=sys.stderr)
+    except BaseException:  # out of memory while printing: the status still says it
+        os.write(2, f"{type(e).__name__}\n".encode())
+
+
+def _finish(status: int) -> int:
+    """Interpreter shutdown's visible part: threads joined, atexit run, streams flushed."""
+    threading = sys.modules.get("threading")
+    try:
+        if threading is not None:
+            threading._shutdown()
+        atexit._run_exitfuncs()
+    except BaseException as e:
+        _print_exception(e)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            return 120
+    return status
+
+
+RUNNERS: dict[str, Runner] = {runner.name: runner for runner in (PythonRunner(),)}
+"""Runner name (`Program.language`) -> runner."""

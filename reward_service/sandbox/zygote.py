@@ -1,0 +1,407 @@
+"""The zygote: a pre-warmed interpreter that forks one confined process per run.
+
+Started by `ZygoteSandbox` as `python -I zygote.py CONFIG` with an empty
+environment; stdlib only, it imports its sibling modules and nothing else
+of the package. It enters what namespaces it can, self-tests the layers,
+answers `{"layers": [...]}`, then serves one run per request over its
+stdin/stdout (`protocol`): fork, confine (`confine`), become the program
+(`runners`), supervise its pipes against the wall clock and the output cap,
+kill its group and whatever else it left, remove its scratch directory,
+answer the outcome. It exits at end of file on stdin and dies with its
+parent (PR_SET_PDEATHSIG); its runs die with it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import bisect  # noqa: F401  # pre-warmed for the programs
+import collections  # noqa: F401
+import contextlib
+import decimal  # noqa: F401
+import fractions  # noqa: F401
+import functools  # noqa: F401
+import gc
+import heapq  # noqa: F401
+import itertools  # noqa: F401
+import json
+import math  # noqa: F401
+import random  # noqa: F401
+import re  # noqa: F401
+import select
+import shutil
+import signal
+import statistics  # noqa: F401
+import string  # noqa: F401
+import tempfile
+import time
+import typing
+from dataclasses import dataclass
+
+from reward_service.sandbox import linux, namespaces, protocol
+from reward_service.sandbox.confine import (
+    CONFINEMENT_FAILED,
+    NOBODY,
+    REPORT_FD,
+    Confinement,
+    RunLimits,
+)
+from reward_service.sandbox.landlock import Ruleset
+from reward_service.sandbox.runners import MEMORY_ERROR, RUNNERS, Runner
+from reward_service.sandbox.seccomp import SyscallFilter
+
+STDERR_TAIL = 1024
+_STDERR_WINDOW = 64 * 1024
+_CHUNK = 65536
+_DRAIN_S = 1.0
+_CONFINEMENT_REPORT = b"C"
+_SELF_TEST = (
+    "import os, sys\nfor p in sys.path[1:]:\n    os.path.isdir(p) and os.listdir(p)\nprint('ok')\n"
+)
+
+
+@dataclass
+class _Streams:
+    stdout: bytearray
+    stderr: bytearray
+    report: bytearray
+    output_exceeded: bool = False
+    timed_out: bool = False
+
+
+class Zygote:
+    def __init__(self, scratch_mb: int) -> None:
+        self.scratch_mb = scratch_mb
+        self.runs = 0
+        self.namespaces: list[str] = []
+        if os.geteuid() != 0 and namespaces.enter_user_namespace():
+            self.namespaces.append("userns")
+        read_paths = _read_paths()
+        self.scratch_root = ""
+        self.pid_namespace = False
+        if os.geteuid() == 0:
+            if namespaces.enter_network_namespace():
+                self.namespaces.append("netns")
+            if namespaces.enter_mount_namespace(read_paths, scratch_mb):
+                self.namespaces.append("mountns")
+                self.scratch_root = "/tmp"
+            self.pid_namespace = namespaces.enter_pid_namespace()
+            if self.pid_namespace:
+                linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+                self.namespaces.append("pidns")
+        if not self.pid_namespace:
+            linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+        if not self.scratch_root:
+            self.scratch_root = tempfile.mkdtemp(prefix="reward-sandbox-")
+        self.owns_scratch_root = "mountns" not in self.namespaces
+        root = os.geteuid() == 0 and "userns" not in self.namespaces
+        self.confinement = Confinement(
+            zygote_pid=os.getpid(),
+            run_uid=NOBODY if root else None,
+            drop_capabilities=not root and "userns" in self.namespaces,
+            ruleset=_try(lambda: Ruleset(read_paths, [self.scratch_root, "/dev/null"])),
+            syscall_filter=_try(SyscallFilter),
+        )
+
+    @property
+    def layers(self) -> list[str]:
+        c = self.confinement
+        layers = ["process", "rlimits"]
+        layers += ["uid"] if c.run_uid is not None else []
+        layers += ["seccomp"] if c.syscall_filter is not None else []
+        layers += ["landlock"] if c.ruleset is not None else []
+        layers += self.namespaces
+        if {"netns", "mountns", "pidns"} <= set(self.namespaces):
+            layers.append("namespaces")
+        return layers
+
+    def self_test(self) -> str | None:
+        """Run a probe under every layer, turning off a layer that cannot be put in place.
+
+        An unprivileged uid that cannot read the interpreter's own files is
+        turned off too (the run then keeps root's uid without capabilities).
+        Returns why the sandbox cannot run anything, or None.
+        """
+        probe = {
+            "language": "python",
+            "source": _SELF_TEST,
+            "stdin": "",
+            "time_s": 10,
+            "memory_mb": 512,
+            "output_bytes": 1024,
+        }
+        for _ in range(4):
+            reply = self.run(probe)
+            if reply["kind"] == "ok" and protocol.from_text(reply["stdout"]) == b"ok\n":
+                return None
+            failed = reply.get("confinement") or ("uid" if self.confinement.run_uid else None)
+            c = self.confinement
+            if failed == "uid" and c.run_uid is not None:
+                c.run_uid, c.drop_capabilities = None, True
+            elif failed == "landlock" and c.ruleset is not None:
+                c.ruleset = None
+            elif failed == "seccomp" and c.syscall_filter is not None:
+                c.syscall_filter = None
+            else:
+                return f"self-test failed: {reply['stderr']}"
+        return "self-test failed"
+
+    def run(self, request: protocol.Message) -> protocol.Message:
+        runner = RUNNERS.get(request["language"])
+        if runner is None:
+            return {"error": f"unknown language {request['language']!r}"}
+        limits = RunLimits(float(request["time_s"]), int(request["memory_mb"]), self.scratch_mb)
+        self.runs += 1
+        workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
+        os.mkdir(workdir, 0o700)
+        if self.confinement.run_uid is not None:
+            os.chown(workdir, self.confinement.run_uid, self.confinement.run_uid)
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        report_r, report_w = os.pipe()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            self._become_run(
+                runner, request["source"], (stdin_r, stdout_w, stderr_w, report_w), workdir, limits
+            )
+        for fd in (stdin_r, stdout_w, stderr_w, report_w):
+            os.close(fd)
+        try:
+            streams, ended = self._supervise(
+                pid,
+                protocol.from_text(request["stdin"]),
+                (stdin_w, stdout_r, stderr_r, report_r),
+                started + limits.time_s,
+                int(request["output_bytes"]),
+            )
+            status, usage = self._end(pid)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return _outcome(streams, status, usage, limits, ended - started)
+
+    def _become_run(
+        self,
+        runner: Runner,
+        source: str,
+        fds: tuple[int, int, int, int],
+        workdir: str,
+        limits: RunLimits,
+    ) -> None:
+        """In the forked child: confine, then become the program; never returns."""
+        try:
+            try:
+                self.confinement.apply(fds, workdir, limits)
+            except OSError as e:
+                os.write(REPORT_FD, _CONFINEMENT_REPORT + str(e.strerror).encode())
+                os._exit(CONFINEMENT_FAILED)
+            runner.run(source, workdir, REPORT_FD)
+        finally:
+            os._exit(CONFINEMENT_FAILED)
+
+    def _supervise(
+        self,
+        pid: int,
+        stdin: bytes,
+        fds: tuple[int, int, int, int],
+        deadline: float,
+        output_bytes: int,
+    ) -> tuple[_Streams, float]:
+        """Feed stdin, collect the outputs until the run ends or breaks a limit."""
+        stdin_w, stdout_r, stderr_r, report_r = fds
+        streams = _Streams(bytearray(), bytearray(), bytearray())
+        sinks = {stdout_r: streams.stdout, stderr_r: streams.stderr, report_r: streams.report}
+        windowed = {stderr_r, report_r}
+        pidfd = os.pidfd_open(pid)
+        poller = select.poll()
+        for fd in (*sinks, pidfd):
+            poller.register(fd, select.POLLIN)
+        pending = memoryview(stdin)
+        if pending:
+            os.set_blocking(stdin_w, False)
+            poller.register(stdin_w, select.POLLOUT)
+        else:
+            os.close(stdin_w)
+        exited = False
+        ended = time.monotonic()
+        while not exited or sinks:
+            if exited:  # the run is over: its group and strays are killed, drain what is left
+                timeout = _DRAIN_S
+            else:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    streams.timed_out = True
+                    break
+            events = poller.poll(timeout * 1000)
+            if not events and exited:
+                break
+            for fd, _ in events:
+                if fd == pidfd:
+                    exited, ended = True, time.monotonic()
+                    poller.unregister(pidfd)
+                    self._kill(pid)
+                elif fd == stdin_w:
+                    pending = self._feed(stdin_w, pending, poller)
+                else:
+                    self._collect(fd, sinks, poller, fd in windowed)
+            if len(streams.stdout) > output_bytes:
+                streams.output_exceeded = True
+                del streams.stdout[output_bytes:]
+                break
+        if not exited:
+            ended = time.monotonic()
+            self._kill(pid)
+        for fd in (*sinks, pidfd, *([stdin_w] if pending else [])):
+            os.close(fd)
+        return streams, ended
+
+    @staticmethod
+    def _feed(fd: int, pending: memoryview, poller: select.poll) -> memoryview:
+        try:
+            pending = pending[os.write(fd, pending[:_CHUNK]) :]
+        except BlockingIOError:
+            return pending
+        except BrokenPipeError:
+            pending = pending[len(pending) :]
+        if not pending:
+            poller.unregister(fd)
+            os.close(fd)
+        return pending
+
+    @staticmethod
+    def _collect(fd: int, sinks: dict[int, bytearray], poller: select.poll, windowed: bool) -> None:
+        data = os.read(fd, _CHUNK)
+        sink = sinks[fd]
+        if not data:
+            poller.unregister(fd)
+            os.close(fd)
+            del sinks[fd]
+            return
+        sink += data
+        if windowed and len(sink) > 2 * _STDERR_WINDOW:
+            del sink[:-_STDERR_WINDOW]
+
+    def _kill(self, pid: int) -> None:
+        """SIGKILL the run's group, the run, and everything else the run left."""
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
+        if self.pid_namespace and os.getpid() == 1:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(-1, signal.SIGKILL)  # as pid 1 of our own namespace: all but ourselves
+
+    def _end(self, pid: int) -> tuple[int, float]:
+        """Reap the run and every stray; the run's wait status and CPU seconds."""
+        _, status, usage = os.wait4(pid, 0)
+        while True:
+            strays = self._strays()
+            for stray in strays:
+                self._kill(stray)
+            try:
+                while os.waitpid(-1, 0 if strays else os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                pass
+            if not strays:
+                return status, usage.ru_utime + usage.ru_stime
+
+    def _strays(self) -> list[int]:
+        """Our children (as a subreaper, orphans come to us) when no PID namespace holds them."""
+        if self.pid_namespace or not os.path.isdir("/proc"):
+            return []
+        me = os.getpid()
+        children = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as f:
+                        stat = f.read()
+                except OSError:
+                    continue
+                if int(stat.rsplit(b")", 1)[1].split()[1]) == me:
+                    children.append(int(entry))
+        return children
+
+    def close(self) -> None:
+        if self.owns_scratch_root:
+            shutil.rmtree(self.scratch_root, ignore_errors=True)
+
+
+def _outcome(
+    streams: _Streams, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float
+) -> protocol.Message:
+    exit_code = os.waitstatus_to_exitcode(status)
+    stderr = bytes(streams.stderr[-STDERR_TAIL:]).decode("utf-8", "replace")
+    confinement = None
+    if streams.report.startswith(_CONFINEMENT_REPORT):
+        kind = "runtime_error"
+        message = bytes(streams.report[1:]).decode("utf-8", "replace")
+        confinement = message.split(":", 1)[0]
+        stderr = f"sandbox: {message}"
+    elif streams.output_exceeded:
+        kind = "output_limit"
+    elif streams.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
+        kind = "time_limit"
+    elif MEMORY_ERROR in streams.report:
+        kind = "memory_limit"
+    elif exit_code == 0:
+        kind = "ok"
+    else:
+        kind = "runtime_error"
+    return {
+        "kind": kind,
+        "stdout": protocol.to_text(bytes(streams.stdout)),
+        "stderr": stderr,
+        "exit_code": exit_code if exit_code >= 0 else None,
+        "elapsed_s": round(elapsed_s, 6),
+        "confinement": confinement,
+    }
+
+
+def _read_paths() -> list[str]:
+    """What a run may read: the system's libraries, a few /etc files, devices, Python's own."""
+    python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    python.update(p for p in sys.path if p and os.path.isdir(p))
+    paths = [*namespaces.SYSTEM_DIRS, *namespaces.ETC_FILES, *namespaces.DEVICES]
+    return paths + sorted(os.path.abspath(p) for p in python)
+
+
+def _try(build: typing.Callable[[], typing.Any]) -> typing.Any:
+    try:
+        return build()
+    except OSError:
+        return None
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != config["worker_pid"]:
+        return
+    control_in, control_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    del sys.path[0]
+    zygote = Zygote(int(config["scratch_mb"]))
+    gc.freeze()
+    error = zygote.self_test()
+    protocol.write_all(control_out, protocol.encode({"layers": zygote.layers, "error": error}))
+    try:
+        while error is None:
+            request = protocol.read_message(control_in)
+            if request is None:
+                break
+            protocol.write_all(control_out, protocol.encode(zygote.run(request)))
+    finally:
+        zygote.close()
+
+
+if __name__ == "__main__":
+    main()

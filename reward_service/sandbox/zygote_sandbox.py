@@ -1,0 +1,230 @@
+"""The `Sandbox` a grading worker holds: one zygote process, spoken to in JSON frames.
+
+The zygote (`zygote.py`) is a fresh interpreter with an empty environment;
+it forks a confined process per run, so a test costs a fork rather than an
+interpreter start. Nothing but length-prefixed JSON crosses between worker
+and zygote, and every reply is checked as data before it becomes an
+`Outcome`. A zygote that dies or breaks the protocol is replaced at the
+next run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TypeGuard
+
+from reward_service.errors import SandboxUnavailable
+from reward_service.sandbox import LANGUAGES, LAYERS, Kind, Limits, Outcome, Program, protocol
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+_START_TIMEOUT_S = 30.0
+_REPLY_GRACE_S = 10.0
+"""Beyond a run's own time limit: fork, drain, clean-up, and a loaded machine."""
+_RUN_OVERHEAD_S = 0.05
+"""Set aside per run when deciding whether the next one fits in the budget."""
+_CLOSE_TIMEOUT_S = 5.0
+_STDERR_CHARS = 2048
+
+
+class ZygoteSandbox:
+    """Runs programs through a pre-warmed zygote; raises `SandboxUnavailable` at start-up
+    if it cannot start or a layer of `required_layers` is not active."""
+
+    def __init__(self, scratch_mb: int = 64, required_layers: Iterable[str] = ()) -> None:
+        self._scratch_mb = scratch_mb
+        self._required = frozenset(required_layers)
+        unknown = self._required - set(LAYERS)
+        if unknown:
+            raise SandboxUnavailable(
+                f"unknown sandbox layers {sorted(unknown)}; known: {', '.join(LAYERS)}"
+            )
+        self._process: subprocess.Popen[bytes] | None = None
+        self._layers = self._start()
+        missing = self._required - set(self._layers)
+        if missing:
+            self.close()
+            raise SandboxUnavailable(
+                f"required sandbox layers not active here: {', '.join(sorted(missing))} "
+                f"(active: {', '.join(self._layers)})"
+            )
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        return self._layers
+
+    def run(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        stop_at_first_failure: bool = True,
+    ) -> list[Outcome]:
+        if program.language not in LANGUAGES:
+            raise ValueError(f"no runner for language {program.language!r}")
+        started = time.monotonic()
+        outcomes: list[Outcome] = []
+        for stdin in stdins:
+            left = budget_s - (time.monotonic() - started)
+            if left < limits.time_s + _RUN_OVERHEAD_S:
+                break
+            outcome = self._run_once(program, stdin, limits)
+            outcomes.append(outcome)
+            if stop_at_first_failure and outcome.kind is not Kind.OK:
+                break
+        return outcomes
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.close()
+        try:
+            process.wait(_CLOSE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+    def __enter__(self) -> ZygoteSandbox:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _start(self) -> tuple[str, ...]:
+        config = json.dumps({"scratch_mb": self._scratch_mb, "worker_pid": os.getpid()})
+        self._process = subprocess.Popen(
+            [sys.executable, "-I", str(ZYGOTE), config],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={},
+            cwd="/",
+            close_fds=True,
+            start_new_session=True,
+        )
+        try:
+            hello = self._receive(time.monotonic() + _START_TIMEOUT_S)
+        except protocol.ProtocolError as e:
+            hello, reason = None, str(e)
+        else:
+            reason = "no answer" if hello is None else str(hello.get("error"))
+        layers = hello.get("layers") if hello is not None else None
+        if hello is None or hello.get("error") is not None or not _is_layer_list(layers):
+            self._kill()
+            raise SandboxUnavailable(f"the sandbox's zygote did not start: {reason}")
+        return tuple(layers)
+
+    def _run_once(self, program: Program, stdin: bytes, limits: Limits) -> Outcome:
+        if self._process is None or self._process.poll() is not None:
+            self._restart()
+        assert self._process is not None and self._process.stdin is not None
+        request = {
+            "language": program.language,
+            "source": program.source,
+            "stdin": protocol.to_text(stdin),
+            "time_s": limits.time_s,
+            "memory_mb": limits.memory_mb,
+            "output_bytes": limits.output_bytes,
+        }
+        started = time.monotonic()
+        try:
+            protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
+            reply = self._receive(started + limits.time_s + _REPLY_GRACE_S)
+            if reply is None:
+                raise protocol.ProtocolError("no answer")
+            return _outcome(reply, limits)
+        except (OSError, protocol.ProtocolError) as e:
+            self._kill()
+            return Outcome(
+                Kind.RUNTIME_ERROR,
+                b"",
+                f"sandbox: run lost ({e})",
+                None,
+                time.monotonic() - started,
+            )
+
+    def _restart(self) -> None:
+        self._kill()
+        layers = self._start()
+        if set(layers) != set(self._layers):
+            self._kill()
+            raise SandboxUnavailable(
+                f"the restarted zygote's layers {layers} differ from {self._layers}"
+            )
+
+    def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+    def _receive(self, deadline: float) -> protocol.Message | None:
+        """The zygote's next message, None if it ends or stays silent past `deadline`."""
+        assert self._process is not None and self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        header = _read(fd, protocol.HEADER_SIZE, deadline)
+        if header is None:
+            return None
+        body = _read(fd, protocol.frame_length(header), deadline)
+        if body is None:
+            raise protocol.ProtocolError("the zygote stopped inside a frame")
+        return protocol.decode(body)
+
+
+def _read(fd: int, n: int, deadline: float) -> bytes | None:
+    data = bytearray()
+    while len(data) < n:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0 or not select.select([fd], [], [], timeout)[0]:
+            raise protocol.ProtocolError("the zygote did not answer in time")
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+def _is_layer_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(v, str) and v in LAYERS for v in value)
+
+
+def _outcome(reply: protocol.Message, limits: Limits) -> Outcome:
+    """A reply checked field by field; anything off is a protocol error."""
+    kind, stdout, stderr = reply.get("kind"), reply.get("stdout"), reply.get("stderr")
+    exit_code, elapsed = reply.get("exit_code"), reply.get("elapsed_s")
+    if (
+        kind not in {k.value for k in Kind}
+        or not isinstance(stderr, str)
+        or not (exit_code is None or type(exit_code) is int)
+        or not isinstance(elapsed, (int, float))
+    ):
+        raise protocol.ProtocolError(f"malformed reply: {sorted(reply)}")
+    output = protocol.from_text(stdout)
+    if len(output) > limits.output_bytes:
+        raise protocol.ProtocolError("reply over the output cap")
+    return Outcome(Kind(kind), output, stderr[-_STDERR_CHARS:], exit_code, float(elapsed))
+
+
+def probe_layers(scratch_mb: int = 64) -> tuple[str, ...]:
+    """The layers a sandbox gets here, learnt by starting a zygote and stopping it."""
+    with ZygoteSandbox(scratch_mb) as sandbox:
+        return sandbox.layers
