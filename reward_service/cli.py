@@ -133,9 +133,11 @@ def _register_optional(commands: Any) -> None:
     register_bench(commands)
     try:
         from reward_service.launcher.commands import register as register_slime
+        from reward_service.rayserve.ray_cli import register as register_ray
     except ImportError:
         return
     register_slime(commands)
+    register_ray(commands)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

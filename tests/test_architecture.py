@@ -93,7 +93,21 @@ RULES: dict[str, tuple[str, ...]] = {
         "reward_service.contracts",
         "reward_service.clients",
         "reward_service.bench",
+        "reward_service.rayserve.deployment",
     ),
+    # the service on Ray: the replica wraps the app, nothing here grades
+    "reward_service.rayserve": (
+        *GRADERS,
+        "reward_service.grading",
+        "reward_service.scorers.",
+        "reward_service.contracts",
+        "reward_service.clients",
+    ),
+    # what the launcher uses from a training job: HTTP to the dashboard, no Ray, no app
+    **{
+        f"reward_service.rayserve.{module}": (*WEB, "ray", "reward_service.server")
+        for module in ("spec", "placement", "cluster", "ray_cli")
+    },
     # the shared floor imports nothing of the parts above it
     "reward_service.settings": ("reward_service.server", "reward_service.grading"),
     "reward_service.errors": ("reward_service.",),

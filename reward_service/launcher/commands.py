@@ -3,6 +3,9 @@
 `register` adds the `slime` command to the main CLI's sub-parsers; each
 sub-command stores its handler as `args.run`, which exits non-zero on failure.
 Options left unset fall back to `LaunchConfig.from_env()` (`SLIME_REWARD_*`).
+With a Ray address (`--ray-address`, `SLIME_REWARD_RAY_ADDRESS`) and no URL,
+the URL is the Serve application's on that cluster; `launch` and `submit`
+can deploy it there first, or insist it runs (`--ray-serve deploy|check`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from importlib import resources
 from typing import Any
 
 from reward_service.errors import RewardServiceError
-from reward_service.launcher.config import ConfigError, LaunchConfig, secrets_from_env
+from reward_service.launcher.config import (
+    ConfigError,
+    LaunchConfig,
+    ray_dashboard,
+    secrets_from_env,
+)
 from reward_service.launcher.launch import (
     DEFAULT_TRAIN_COMMAND,
     DETAIL_REWARD_KEY,
@@ -25,14 +33,25 @@ from reward_service.launcher.launch import (
 )
 from reward_service.launcher.preflight import run_preflight
 from reward_service.launcher.submit import DEFAULT_ENTRYPOINT, JobSpec, submit
-from reward_service.launcher.urls import resolve_url
+from reward_service.launcher.urls import resolve_url, score_url
+from reward_service.rayserve.cluster import Dashboard
+from reward_service.rayserve.spec import RayServeError, spec_from_args, spec_options
 from reward_service.redaction import redact
 
 
 def _config(args: argparse.Namespace) -> LaunchConfig:
     overrides: dict[str, Any] = {
         name: getattr(args, name)
-        for name in ("url", "service", "namespace", "port", "scorer", "detail", "wait_s")
+        for name in (
+            "url",
+            "ray_address",
+            "service",
+            "namespace",
+            "port",
+            "scorer",
+            "detail",
+            "wait_s",
+        )
         if getattr(args, name, None) is not None
     }
     return dataclasses.replace(LaunchConfig.from_env(), **overrides)
@@ -44,13 +63,41 @@ def _command(args: argparse.Namespace) -> list[str]:
     return command[1:] if command[:1] == ["--"] else command
 
 
-def _fail(message: str) -> int:
-    print(f"reward-service slime: error: {message}", file=sys.stderr, flush=True)
-    return 1
+def _on_ray(dashboard: Dashboard, args: argparse.Namespace) -> str:
+    """`--ray-serve deploy|check` on this cluster; the application's `http://host:port`.
+
+    Without `--ray-serve` (`url`, `preflight`) the application must be deployed;
+    the preflight then waits for it to be ready.
+    """
+    mode = getattr(args, "ray_serve", None)
+    if mode == "deploy":
+        spec = spec_from_args(args)
+        return dashboard.deploy(spec, secrets_from_env(spec.secret_names)).endpoint
+    status = dashboard.status()
+    if status is None or (mode == "check" and not status.running):
+        shown = status.describe() if status else "not deployed"
+        raise RayServeError(
+            f"the reward service is not running on Ray at {dashboard.address}: {shown}\n"
+            "  deploy it: reward-service ray deploy --address " + dashboard.address
+        )
+    return status.endpoint
+
+
+def _resolved(config: LaunchConfig, args: argparse.Namespace) -> str:
+    """The URL SLIME should post to; with a Ray address and no URL, the Serve application's."""
+    if config.ray_address and not config.url:
+        with Dashboard(config.ray_address) as dashboard:
+            base = _on_ray(dashboard, args)
+        config = dataclasses.replace(config, url=score_url(base, config.scorer))
+    elif getattr(args, "ray_serve", None):
+        raise ConfigError(
+            "--ray-serve needs the cluster: --ray-address or SLIME_REWARD_RAY_ADDRESS"
+        )
+    return resolve_url(config)
 
 
 def _url(args: argparse.Namespace) -> int:
-    print(resolve_url(_config(args)))
+    print(_resolved(_config(args), args))
     return 0
 
 
@@ -58,7 +105,7 @@ def _preflight(args: argparse.Namespace) -> int:
     config = _config(args)
     reward_key = DETAIL_REWARD_KEY if config.detail else None
     run_preflight(
-        resolve_url(config),
+        _resolved(config, args),
         reward_key=reward_key,
         wait_s=config.wait_s,
         check_grading=not args.skip_grading,
@@ -69,7 +116,7 @@ def _preflight(args: argparse.Namespace) -> int:
 def _launch(args: argparse.Namespace) -> int:
     config = _config(args)
     command = _command(args)
-    url = flag_value(command, "--rm-url") or resolve_url(config)
+    url = flag_value(command, "--rm-url") or _resolved(config, args)
     reward_key = flag_value(command, "--reward-key") or (
         DETAIL_REWARD_KEY if config.detail else None
     )
@@ -105,6 +152,12 @@ def _submit(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(spec.describe())
         return 0
+    if args.ray_serve:
+        with Dashboard(ray_dashboard(args.address)) as dashboard:
+            base = _on_ray(dashboard, args)
+        if "SLIME_REWARD_URL" not in env:
+            env["SLIME_REWARD_URL"] = score_url(base, env.get("SLIME_REWARD_SCORER"))
+            spec = dataclasses.replace(spec, env=env)
     submit(spec, secrets_from_env(spec.secret_names), address=args.address, wait=args.wait)
     return 0
 
@@ -119,12 +172,17 @@ def launcher_script() -> str:
     return resources.files("reward_service.launcher").joinpath("slime_launcher.sh").read_text()
 
 
-def _guarded(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], None]:
+def guarded(
+    handler: Callable[[argparse.Namespace], int], command: str = "slime"
+) -> Callable[[argparse.Namespace], None]:
+    """`handler` as a sub-command: a `RewardServiceError` becomes one line and exit 1."""
+
     def run(args: argparse.Namespace) -> None:
         try:
             code = handler(args)
         except RewardServiceError as exc:
-            code = _fail(str(exc))
+            print(f"reward-service {command}: error: {exc}", file=sys.stderr, flush=True)
+            code = 1
         if code:
             sys.exit(code)
 
@@ -137,7 +195,12 @@ def _location_options() -> argparse.ArgumentParser:
         "where the reward service is (default: SLIME_REWARD_*; its API token only from "
         "SLIME_REWARD_TOKEN, never a flag, which ps would show)"
     )
-    group.add_argument("--url", help="full scoring URL; overrides the four options below")
+    group.add_argument("--url", help="full scoring URL; overrides the options below")
+    group.add_argument(
+        "--ray-address",
+        help="Ray dashboard (http://<head>:8265) whose Serve application is the service "
+        "(SLIME_REWARD_RAY_ADDRESS); overrides the four options below",
+    )
     group.add_argument("--service", help="Kubernetes Service name (slime-reward)")
     group.add_argument("--namespace", help="its namespace (reward-service)")
     group.add_argument("--port", type=int, help="its port (8000)")
@@ -164,40 +227,51 @@ def _preflight_options() -> argparse.ArgumentParser:
     return options
 
 
+def _ray_serve_option(parser: argparse.ArgumentParser, address: str) -> None:
+    parser.add_argument(
+        "--ray-serve",
+        choices=("deploy", "check"),
+        help=f"first deploy the reward service on the cluster at {address} (with the options "
+        "below), or insist it runs there; the job then posts to its Serve endpoint",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `slime` and its sub-commands to the main CLI."""
     slime = subparsers.add_parser("slime", help="run SLIME (remote_rm) against this service")
     commands = slime.add_subparsers(dest="slime_command", required=True)
-    location, preflight = _location_options(), _preflight_options()
+    location, preflight, serve = _location_options(), _preflight_options(), spec_options()
 
     url = commands.add_parser(
         "url", parents=[location], help="print the URL SLIME should post to (--rm-url)"
     )
-    url.set_defaults(run=_guarded(_url))
+    url.set_defaults(run=guarded(_url))
 
     check = commands.add_parser(
         "preflight",
         parents=[location, preflight],
         help="wait for the service, then check it grades a right and a wrong answer",
     )
-    check.set_defaults(run=_guarded(_preflight))
+    check.set_defaults(run=guarded(_preflight))
 
     launch = commands.add_parser(
         "launch",
-        parents=[location, preflight],
+        parents=[location, preflight, serve],
         help="preflight, then exec the train command with --rm-type/--rm-url added",
         description="Everything after -- is the train command, passed on untouched "
         "(default: python3 train.py). Skip the preflight with --skip-preflight or "
         "SLIME_REWARD_PREFLIGHT=0.",
     )
     launch.add_argument("--skip-preflight", action="store_true", help="exec without checking")
+    _ray_serve_option(launch, "--ray-address")
     launch.add_argument(
         "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- train command and args"
     )
-    launch.set_defaults(run=_guarded(_launch))
+    launch.set_defaults(run=guarded(_launch))
 
     job = commands.add_parser(
         "submit",
+        parents=[serve],
         help="submit the SLIME job to Ray, argv intact",
         description="Everything after -- is the job's entrypoint, as argv "
         f"(default: {' '.join(DEFAULT_ENTRYPOINT)}).",
@@ -215,10 +289,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     job.add_argument("--submission-id", help="job id to use (default: Ray picks one)")
     job.add_argument("--wait", action="store_true", help="follow the logs; fail if the job fails")
     job.add_argument("--dry-run", action="store_true", help="print the job, do not submit")
+    _ray_serve_option(job, "--address")
     job.add_argument(
         "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- entrypoint argv"
     )
-    job.set_defaults(run=_guarded(_submit))
+    job.set_defaults(run=guarded(_submit))
 
     script = commands.add_parser(
         "script",
@@ -226,4 +301,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write it into the training repository: "
         "reward-service slime script > scripts/slime_launcher.sh",
     )
-    script.set_defaults(run=_guarded(_script))
+    script.set_defaults(run=guarded(_script))

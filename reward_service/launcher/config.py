@@ -5,7 +5,9 @@ the preflight and the batch adapter run in the training job), so it is a
 separate, smaller object. Every `SLIME_REWARD_*` variable is read here and
 nowhere else:
 
-    SLIME_REWARD_URL        full scoring URL; wins over the four below
+    SLIME_REWARD_URL        full scoring URL; wins over the five below
+    SLIME_REWARD_RAY_ADDRESS  Ray dashboard (http://<head>:8265) whose Serve
+                            application `reward-service` is the service
     SLIME_REWARD_SERVICE    Kubernetes Service name           (slime-reward)
     SLIME_REWARD_NAMESPACE  its namespace                      (reward-service)
     SLIME_REWARD_PORT       its port                           (8000)
@@ -23,7 +25,8 @@ The defaults are where the manifests in `kubernetes/` put the service: Service
 labelled `reward-service/client=true` (tests/deploy/test_namespace.py holds the
 manifests, these defaults and the docs to one story).
 
-`secrets_from_env` reads the variables named by `slime submit --secret-env`.
+`secrets_from_env` reads the variables named by `slime submit --secret-env`;
+`ray_dashboard` reads Ray's own `RAY_ADDRESS`, the default of `--address`.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class LaunchConfig:
     """Where the reward service is and how the launcher talks to it."""
 
     url: str | None = None
+    ray_address: str | None = None
     service: str = SERVICE
     namespace: str = SERVICE_NAMESPACE
     port: int = 8000
@@ -112,6 +116,7 @@ class LaunchConfig:
         attempts = _number(env, "SLIME_REWARD_ATTEMPTS", 8, minimum=1)
         return cls(
             url=env.get("SLIME_REWARD_URL") or None,
+            ray_address=env.get("SLIME_REWARD_RAY_ADDRESS") or None,
             service=env.get("SLIME_REWARD_SERVICE") or SERVICE,
             namespace=env.get("SLIME_REWARD_NAMESPACE") or SERVICE_NAMESPACE,
             port=int(port),
@@ -134,3 +139,14 @@ def secrets_from_env(
     if missing:
         raise ConfigError(f"secret variable(s) not set in this shell: {', '.join(missing)}")
     return {name: env[name] for name in names}
+
+
+def ray_dashboard(address: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The Ray dashboard to talk to: `address`, else `$RAY_ADDRESS`; `ConfigError` if neither."""
+    env = os.environ if environ is None else environ
+    found = address or env.get("RAY_ADDRESS")
+    if not found:
+        raise ConfigError(
+            "no Ray dashboard address: pass --address http://<head>:8265 or set RAY_ADDRESS"
+        )
+    return found

@@ -13,10 +13,15 @@ from reward_service.launcher.config import ConfigError, LaunchConfig
 CLUSTER_DOMAIN = "svc.cluster.local"
 
 
+def score_url(base: str, scorer: str | None = None) -> str:
+    """`<base>/score[/<scorer>]`, `base` being `http://<host>:<port>`."""
+    path = "/score" if not scorer else f"/score/{quote(scorer, safe='')}"
+    return f"{base.rstrip('/')}{path}"
+
+
 def service_url(service: str, namespace: str, port: int, scorer: str | None = None) -> str:
     """`http://<service>.<namespace>.svc.cluster.local:<port>/score[/<scorer>]`."""
-    path = "/score" if not scorer else f"/score/{quote(scorer, safe='')}"
-    return f"http://{service}.{namespace}.{CLUSTER_DOMAIN}:{port}{path}"
+    return score_url(f"http://{service}.{namespace}.{CLUSTER_DOMAIN}:{port}", scorer)
 
 
 def with_token(url: str, token: str) -> str:

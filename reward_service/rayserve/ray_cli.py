@@ -1,0 +1,110 @@
+"""`reward-service ray {deploy,status,delete,config,bench}`: the service on a Ray cluster.
+
+Every command talks to the cluster's dashboard (`--address`, default
+`$RAY_ADDRESS`); `config` prints Serve's YAML for `serve deploy` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from reward_service.launcher.commands import guarded
+from reward_service.launcher.config import ray_dashboard, secrets_from_env
+from reward_service.rayserve.cluster import Dashboard
+from reward_service.rayserve.spec import spec_from_args, spec_options
+
+
+def _address_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument(
+        "--address", help="the Ray dashboard, http://<head>:8265 (default: $RAY_ADDRESS)"
+    )
+    return options
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    spec = spec_from_args(args)
+    if args.dry_run:
+        sys.stdout.write(spec.yaml())
+        return 0
+    with Dashboard(ray_dashboard(args.address)) as dashboard:
+        status = dashboard.deploy(spec, secrets_from_env(spec.secret_names), wait_s=args.wait_s)
+    print(status.describe())
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    with Dashboard(ray_dashboard(args.address)) as dashboard:
+        status = dashboard.status()
+    if status is None:
+        print("application reward-service: not deployed")
+        return 1
+    print(status.describe())
+    return 0 if status.running else 1
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with Dashboard(ray_dashboard(args.address)) as dashboard:
+        removed = dashboard.delete()
+    print("deleted application reward-service" if removed else "reward-service was not deployed")
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    sys.stdout.write(spec_from_args(args).yaml())
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from reward_service.rayserve.throughput import compare
+
+    compare(ray_dashboard(args.address), answers=args.answers, seed=args.seed, rounds=args.rounds)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `ray` and its sub-commands to the main CLI."""
+    ray = subparsers.add_parser("ray", help="run the service on a Ray cluster (Ray Serve)")
+    commands = ray.add_subparsers(dest="ray_command", required=True)
+    address, spec = _address_options(), spec_options()
+
+    deploy = commands.add_parser(
+        "deploy",
+        parents=[address, spec],
+        help="deploy or update the application on CPU nodes, wait until it runs",
+        description="Replicas land only on nodes that declare the node resource (reward_cpu) "
+        "and no GPU; with none, deploy fails at once. Run it again to scale.",
+    )
+    deploy.add_argument("--wait-s", type=float, default=600.0, help="how long to wait for it")
+    deploy.add_argument("--dry-run", action="store_true", help="print the Serve config, no deploy")
+    deploy.set_defaults(run=guarded(_deploy, "ray"))
+
+    status = commands.add_parser(
+        "status", parents=[address], help="the application, its replicas and endpoint (1: not up)"
+    )
+    status.set_defaults(run=guarded(_status, "ray"))
+
+    delete = commands.add_parser(
+        "delete", parents=[address], help="remove the application (other Serve apps stay)"
+    )
+    delete.set_defaults(run=guarded(_delete, "ray"))
+
+    config = commands.add_parser(
+        "config", parents=[spec], help="print the Serve config YAML, for `serve deploy FILE`"
+    )
+    config.set_defaults(run=guarded(_config, "ray"))
+
+    bench = commands.add_parser(
+        "bench",
+        parents=[address],
+        help="throughput through Serve against plain `reward-service serve`, same cores",
+        description="Needs the application deployed on a cluster on this machine: starts "
+        "`reward-service serve` with as many workers as the replicas hold, and drives both "
+        "with a SLIME-like client, alternating, in one run.",
+    )
+    bench.add_argument("--answers", type=int, default=2000, help="answers per side and round")
+    bench.add_argument("--rounds", type=int, default=2, help="alternations of the two sides")
+    bench.add_argument("--seed", type=int, default=20261201)
+    bench.set_defaults(run=guarded(_bench, "ray"))

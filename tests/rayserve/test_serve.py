@@ -1,0 +1,238 @@
+"""The service on a real local Ray cluster: a head that declares a GPU, and a CPU-only node.
+
+One cluster for the module (started and stopped here, nothing left running);
+the application is deployed through the CLI as the README says, then scaled,
+killed and redeployed by the tests in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from reward_service.bench.workload import grpo_workload, request_body
+from reward_service.rayserve.cluster import AppStatus, Dashboard
+from reward_service.rayserve.placement import PlacementError
+from reward_service.rayserve.spec import ServeSpec
+from reward_service.rayserve.throughput import slime_rewards
+
+from .local_cluster import LocalCluster, local_cluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+BACKOFF_SCALE = 0.05
+"""SLIME's backoff (1, 2, 4 ... 30 s) at 1/20: the same ten attempts, in seconds."""
+
+
+def _cli(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "reward_service", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalCluster]:
+    pytest.importorskip("ray.serve", reason="needs Ray Serve: pip install 'ray[serve]'")
+    with local_cluster() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def deployed(cluster: LocalCluster) -> str:
+    """`reward-service ray deploy`: two replicas of one CPU; the Serve endpoint's /score URL."""
+    result = _cli(
+        *("ray", "deploy", "--address", cluster.dashboard, "--replicas", "2"),
+        *("--cpus-per-replica", "1", "--http-host", "127.0.0.1"),
+        *("--http-port", str(cluster.serve_port), "--wait-s", "240"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr + cluster.log()
+    return f"http://127.0.0.1:{cluster.serve_port}/score"
+
+
+def _status(cluster: LocalCluster) -> AppStatus:
+    with Dashboard(cluster.dashboard) as dashboard:
+        status = dashboard.status()
+    assert status is not None
+    return status
+
+
+def _running(cluster: LocalCluster) -> list[str]:
+    return sorted(r.replica_id for r in _status(cluster).replicas if r.state == "RUNNING")
+
+
+def _wait_for(cluster: LocalCluster, replicas: int, timeout_s: float = 120) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while len(running := _running(cluster)) != replicas or not _status(cluster).running:
+        assert time.monotonic() < deadline, _status(cluster).describe()
+        time.sleep(0.5)
+    return running
+
+
+def _cpu_node(cluster: LocalCluster) -> str:
+    with Dashboard(cluster.dashboard) as dashboard:
+        nodes = dashboard.nodes()
+    (cpu_node,) = [node.node_id for node in nodes if not node.gpus]
+    return cpu_node
+
+
+def _rewards(url: str, items: list[dict[str, Any]]) -> tuple[list[float], int]:
+    result = asyncio.run(
+        slime_rewards(url, [request_body(i) for i in items], backoff_scale=BACKOFF_SCALE)
+    )
+    return result.rewards, result.retries
+
+
+def test_replicas_land_on_the_cpu_node_and_slime_gets_every_reward(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """Both replicas run on the CPU-only node; a SLIME client through Serve gets right rewards."""
+    status = _status(cluster)
+    assert status.running and len(status.replicas) == 2
+    assert {r.node_id for r in status.replicas} == {_cpu_node(cluster)}
+    items = grpo_workload(seed=16, answers=512)
+    rewards, _ = _rewards(deployed, items)
+    assert rewards == [item["expected"] for item in items]
+    assert 0 < sum(rewards) < len(rewards)
+    ready = httpx.get(deployed.replace("/score", "/readyz"), timeout=10)
+    assert ready.status_code == 200 and ready.json()["workers"] == 1
+
+
+def test_status_and_slime_url_resolve_the_serve_endpoint(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """`ray status` shows the app running and `slime url`/`preflight` find its endpoint."""
+    status = _cli("ray", "status", "--address", cluster.dashboard)
+    assert status.returncode == 0, status.stderr
+    assert "RUNNING" in status.stdout and deployed in status.stdout
+    url = _cli("slime", "url", "--ray-address", cluster.dashboard, "--scorer", "math_verify")
+    assert url.returncode == 0, url.stderr
+    assert url.stdout.strip() == f"{deployed}/math_verify"
+    check = _cli("slime", "preflight", "--ray-address", cluster.dashboard, "--wait-s", "30")
+    assert check.returncode == 0, check.stderr
+    assert "known-correct sample graded 1" in check.stderr
+
+
+def test_serve_against_direct_throughput_prints_a_ratio(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """`ray bench` grades the same answers through Serve and plain serve, all right, and a ratio."""
+    result = _cli(
+        *("ray", "bench", "--address", cluster.dashboard, "--answers", "400", "--rounds", "2")
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(result.stdout)
+    assert result.stdout.count("wrong: 0") == 4
+    assert "serve/direct throughput: x" in result.stdout
+
+
+def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """SIGKILL of one replica mid-load: SLIME's retries get every reward, Serve starts another."""
+    before = _wait_for(cluster, 2)
+    with Dashboard(cluster.dashboard) as dashboard:
+        app = dashboard.details()["applications"]["reward-service"]
+    victim = app["deployments"]["RewardService"]["replicas"][0]
+    items = grpo_workload(seed=17, answers=1200)
+
+    async def load_and_kill() -> tuple[list[float], int]:
+        bodies = [request_body(i) for i in items]
+        load = asyncio.create_task(slime_rewards(deployed, bodies, backoff_scale=BACKOFF_SCALE))
+        await asyncio.sleep(1.0)
+        assert not load.done()
+        os.kill(int(victim["pid"]), signal.SIGKILL)
+        result = await load
+        return result.rewards, result.retries
+
+    rewards, retries = asyncio.run(load_and_kill())
+    assert rewards == [item["expected"] for item in items]
+    after = _wait_for(cluster, 2)
+    assert victim["replica_id"] not in after and victim["replica_id"] in before
+    assert retries > 0  # the kill was felt: some requests failed and were retried
+
+
+def test_scaling_down_under_load_drains_the_removed_replica(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """Redeploying 2 -> 1 replica under load: every request answered first time, none retried."""
+    _wait_for(cluster, 2)
+    items = grpo_workload(seed=18, answers=1500)
+    spec = ServeSpec(replicas=1, host="127.0.0.1", port=cluster.serve_port)
+
+    async def load_and_scale() -> tuple[list[float], int]:
+        bodies = [request_body(i) for i in items]
+        load = asyncio.create_task(slime_rewards(deployed, bodies, backoff_scale=BACKOFF_SCALE))
+        await asyncio.sleep(1.0)
+        with Dashboard(cluster.dashboard) as dashboard:
+            await asyncio.to_thread(dashboard.deploy, spec, {}, wait_s=120, say=print)
+        result = await load
+        return result.rewards, result.retries
+
+    rewards, retries = asyncio.run(load_and_scale())
+    assert rewards == [item["expected"] for item in items]
+    assert retries == 0
+    _wait_for(cluster, 1)
+
+
+def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """Sustained load past the target brings a second replica; idle, it goes again."""
+    spec = ServeSpec(
+        replicas=1,
+        max_replicas=2,
+        target_ongoing_requests=4,
+        upscale_delay_s=1,
+        downscale_delay_s=4,
+        look_back_period_s=2,
+        host="127.0.0.1",
+        port=cluster.serve_port,
+    )
+    with Dashboard(cluster.dashboard) as dashboard:
+        dashboard.deploy(spec, {}, wait_s=120, say=print)
+    _wait_for(cluster, 1)
+
+    async def load_until_two() -> float:
+        started = time.monotonic()
+        seed = 100
+        while len(_running(cluster)) < 2:
+            assert time.monotonic() - started < 120, _status(cluster).describe()
+            items = grpo_workload(seed=seed, answers=256)
+            result = await slime_rewards(deployed, [request_body(i) for i in items])
+            assert result.rewards == [item["expected"] for item in items]
+            seed += 1
+        return time.monotonic() - started
+
+    upscaled_after = asyncio.run(load_until_two())
+    print(f"second replica after {upscaled_after:.1f}s of load")
+    _wait_for(cluster, 1, timeout_s=120)
+
+
+def test_deploy_without_an_eligible_node_fails_at_once_with_the_fix(
+    cluster: LocalCluster, deployed: str
+) -> None:
+    """No CPU node can hold the replica: deploy exits 1 naming the nodes and the ray start fix."""
+    too_big = _cli("ray", "deploy", "--address", cluster.dashboard, "--cpus-per-replica", "4")
+    assert too_big.returncode == 1
+    assert "no node can hold a replica" in too_big.stderr
+    assert "GPU 1" in too_big.stderr and "--resources '{\"reward_cpu\": 4}'" in too_big.stderr
+    with Dashboard(cluster.dashboard) as dashboard, pytest.raises(PlacementError) as raised:
+        dashboard.deploy(ServeSpec(node_resource="cpu_pool"), {})
+    assert "cpu_pool 0" in str(raised.value)
+    assert _status(cluster).running  # the running application was left alone
+
+
+def test_delete_removes_the_application(cluster: LocalCluster, deployed: str) -> None:
+    """`ray delete` removes it; `ray status` then exits 1 and says so."""
+    result = _cli("ray", "delete", "--address", cluster.dashboard)
+    assert result.returncode == 0, result.stderr
+    status = _cli("ray", "status", "--address", cluster.dashboard)
+    assert status.returncode == 1 and "not deployed" in status.stdout
