@@ -32,6 +32,7 @@ BUILTINS: dict[str, str] = {
     "choice": "reward_service.scorers.choice:ChoiceScorer",
     "gpqa": "reward_service.scorers.gpqa:GpqaScorer",
     "random": "reward_service.scorers.coin:RandomScorer",
+    "code": "reward_service.scorers.code.judge:CodeScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
 

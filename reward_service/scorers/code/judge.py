@@ -29,7 +29,7 @@ from reward_service.scorers.code.drivers import (
     driver_results,
     new_mark,
 )
-from reward_service.scorers.code.extract import Extracted, last_program
+from reward_service.scorers.code.fences import Extracted, last_program
 
 SandboxFactory = Callable[[GradingLimits], Sandbox]
 """Builds the sandbox a scorer runs programs in (tests inject their own)."""
@@ -44,8 +44,13 @@ _BUDGET = "the answer's time budget ran out before this test"
 
 
 def default_sandbox(limits: GradingLimits) -> Sandbox:
-    """The service's sandbox, with the scratch size of `limits`."""
-    raise NotImplementedError("the sandbox has not landed yet")
+    """The service's sandbox (a pre-warmed zygote) with the scratch size and layers of `limits`.
+
+    Raises `SandboxUnavailable` when it cannot start or lacks a required layer.
+    """
+    from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
+
+    return ZygoteSandbox(limits.code_scratch_mb, limits.code_required_layers)
 
 
 class OptionError(ValueError):
@@ -147,14 +152,22 @@ class CodeScorer(Scorer):
         self, limits: GradingLimits | None = None, sandbox_factory: SandboxFactory | None = None
     ) -> None:
         super().__init__(limits)
-        self.sandbox = (sandbox_factory or default_sandbox)(self.limits)
-        missing = self.limits.code_required_layers - set(self.sandbox.layers)
-        if missing:
-            self.sandbox.close()
-            raise RuntimeError(
-                f"sandbox layers {sorted(missing)} are required but not active "
-                f"(active: {list(self.sandbox.layers)})"
-            )
+        self._factory = sandbox_factory or default_sandbox
+        self._sandbox: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox, started at the first program: building every scorer starts no process
+        (the engine checks the sandbox's layers once at start-up)."""
+        if self._sandbox is None:
+            self._sandbox = self._factory(self.limits)
+        return self._sandbox
+
+    def close(self) -> None:
+        """Stop the sandbox, if it started."""
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
 
     @classmethod
     def option_problem(cls, name: str, value: JSON) -> str | None:

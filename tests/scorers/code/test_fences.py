@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.scorers.code.extract import Extracted, last_program
+from reward_service.scorers.code.fences import Extracted, last_program
 
 CASES = [
     ("```python\nprint(1)\n```", "print(1)\n"),

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Outcome, Program
 from reward_service.scorers.base import JSON, GradingLimits, Status
-from reward_service.scorers.code.scorer import MAX_PROGRAM_CHARS, CodeScorer
+from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer, default_sandbox
 
 ARGS = [1, 4, 7]
 """The tests' inputs; a wrong solution is right on the first two only."""
@@ -101,7 +102,7 @@ KINDS = [
 @pytest.mark.parametrize(("source", "kind"), KINDS)
 def test_first_failure_names_its_kind_and_test(scorer: CodeScorer, source: str, kind: str) -> None:
     """A run that crashes, loops, floods or runs out of memory fails with that kind, on its test."""
-    score = scorer.score("p", _fenced(source), {**IO, "time_limit_s": 0.5}, {})
+    score = scorer.score("p", _fenced(source), {**IO, "time_limit_s": 1.0}, {})
     assert score.reward == 0.0
     assert (score.details["first_failure"]["test"], score.details["first_failure"]["kind"]) == (
         1,
@@ -300,8 +301,15 @@ def test_budget_running_out_fails_the_answer_as_time_limit() -> None:
     assert score.details["first_failure"]["kind"] == "time_limit"
 
 
-def test_missing_required_layers_stop_the_scorer_from_building() -> None:
-    """A required sandbox layer that is not active makes building the scorer fail."""
-    limits = GradingLimits(code_required_layers=frozenset({"seccomp"}))
-    with pytest.raises(RuntimeError, match="seccomp"):
-        CodeScorer(limits, sandbox_factory=lambda _: RecordingSandbox())
+def test_building_starts_no_process_until_the_first_program() -> None:
+    """The registry builds every scorer at load: the sandbox starts with the first program only."""
+    scorer = CodeScorer(sandbox_factory=lambda _: pytest.fail("sandbox built too early"))
+    assert scorer.score("p", "no code", IO, {}).status is Status.NO_ANSWER
+    assert scorer.score("p", _fenced(STDIN_OK), "not json", {}).status is Status.ERROR
+
+
+def test_missing_required_layers_stop_the_default_sandbox() -> None:
+    """A required layer the sandbox cannot have makes starting the scorer's sandbox fail."""
+    limits = GradingLimits(code_required_layers=frozenset({"no-such-layer"}))
+    with pytest.raises(SandboxUnavailable, match="no-such-layer"):
+        default_sandbox(limits)
