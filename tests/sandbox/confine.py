@@ -1,0 +1,213 @@
+"""PID 1 of the outer namespace that every hostile program runs in.
+
+Started as `unshare --pid --fork --mount-proc --kill-child python -m
+tests.sandbox.confine --report FILE --outer-pidns NS --outer-mntns NS -- CMD...`.
+It first proves the confinement (it is PID 1 of a PID namespace that is not
+the caller's, alone in /proc, in a mount namespace of its own) and refuses
+to start CMD otherwise. Then, as init of that namespace (which nothing inside
+can kill), it reaps orphans, forwards SIGTERM/SIGINT to CMD, kills every
+process of the namespace when a watchdog bound is crossed (processes, memory,
+disk) or the deadline passes, and lists the processes still alive once CMD
+has exited: each of those outlived the service that started it.
+
+With `--fake-token`, a size-limited tmpfs covers /run in this private mount
+namespace only, holding a service-account token whose text is the
+`HOSTILE_TOKEN_CANARY` variable, world-readable as in a pod.
+The report is JSON lines: probe, watchdog, leftovers, exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.sandbox import procs
+
+TOKEN_PATH = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+PROBE_FAILED = 97
+MAX_PROCESSES = 600
+MAX_RSS_BYTES = 6 << 30
+MAX_DISK_DROP_BYTES = 4 << 30
+BACKSTOP_FILE_BYTES = 2 << 30
+"""Largest file anything here may write, should every inner bound fail."""
+
+
+class Report:
+    def __init__(self, path: Path) -> None:
+        self._file = path.open("a")
+        self._lock = threading.Lock()
+
+    def write(self, event: str, **fields: Any) -> None:
+        with self._lock:
+            self._file.write(json.dumps({"event": event, **fields}) + "\n")
+            self._file.flush()
+
+
+def command(
+    report: Path, inner: list[str], deadline_s: float, fake_token: bool = True
+) -> list[str]:
+    """The command line that runs `inner` confined, for a caller outside the namespace."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        raise FileNotFoundError("unshare (util-linux) is not installed")
+    line = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
+    line += [sys.executable, "-m", "tests.sandbox.confine", "--report", str(report)]
+    line += ["--outer-pidns", os.readlink("/proc/self/ns/pid")]
+    line += ["--outer-mntns", os.readlink("/proc/self/ns/mnt"), "--deadline-s", str(deadline_s)]
+    return [*line, *(["--fake-token"] if fake_token else []), "--", *inner]
+
+
+def canaries() -> dict[str, str]:
+    """Fresh secrets for one confined run, as environment variables."""
+    names = ("HOSTILE_ENV_CANARY", "HOSTILE_TOKEN_CANARY", "REWARD_API_TOKEN")
+    return {name: f"canary{secrets.token_hex(16)}" for name in names}
+
+
+def read_report(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The report's events, grouped by kind."""
+    events: dict[str, list[dict[str, Any]]] = {}
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            events.setdefault(event.pop("event"), []).append(event)
+    return events
+
+
+def probe(outer_pidns: str, outer_mntns: str) -> dict[str, Any]:
+    """Evidence that this process is confined; `ok` only if every check holds."""
+    pidns = os.readlink("/proc/self/ns/pid")
+    mntns = os.readlink("/proc/self/ns/mnt")
+    listed = procs.pids()
+    checks = {
+        "pid_is_1": os.getpid() == 1,
+        "own_pid_namespace": pidns != outer_pidns,
+        "own_mount_namespace": mntns != outer_mntns,
+        "alone_in_proc": listed == [1],
+    }
+    return {"ok": all(checks.values()), "checks": checks, "pidns": pidns, "listed": listed[:20]}
+
+
+def mount_fake_token(report: Report) -> None:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", "tmpfs", "/run"], check=True)
+    TOKEN_PATH.parent.mkdir(parents=True)
+    TOKEN_PATH.write_text(os.environ["HOSTILE_TOKEN_CANARY"])
+    TOKEN_PATH.chmod(0o644)
+    report.write("fake_token", path=str(TOKEN_PATH))
+
+
+def kill_namespace() -> int:
+    """SIGKILL every other process of this namespace, by PID, until none is left."""
+    killed = 0
+    for _ in range(200):
+        others = [p for p in procs.processes() if p.pid != 1]
+        if not others:
+            break
+        for process in others:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
+                killed += 1
+        reap()
+        time.sleep(0.01)
+    return killed
+
+
+def reap() -> dict[int, int]:
+    """Reap every exited child or orphan; their wait statuses by PID."""
+    statuses = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return statuses
+        if pid == 0:
+            return statuses
+        statuses[pid] = status
+
+
+def supervise(child: subprocess.Popen[bytes], report: Report, deadline_s: float) -> int:
+    """Reap and watch until `child` exits; its exit code."""
+    started = time.monotonic()
+    disk_start = _disk_free()
+    peak_processes = peak_rss = 0
+    while True:
+        statuses = reap()
+        if child.pid in statuses:
+            code = os.waitstatus_to_exitcode(statuses[child.pid])
+            report.write("exit", code=code, peak_processes=peak_processes, peak_rss=peak_rss)
+            return code
+        alive = [p for p in procs.processes() if p.pid != 1]
+        rss = sum(p.rss_bytes for p in alive)
+        peak_processes, peak_rss = max(peak_processes, len(alive)), max(peak_rss, rss)
+        reason = None
+        if len(alive) > MAX_PROCESSES:
+            reason = f"{len(alive)} processes"
+        elif rss > MAX_RSS_BYTES:
+            reason = f"{rss >> 20} MiB resident"
+        elif disk_start - _disk_free() > MAX_DISK_DROP_BYTES:
+            reason = f"{(disk_start - _disk_free()) >> 20} MiB of disk used"
+        elif time.monotonic() - started > deadline_s:
+            reason = f"deadline of {deadline_s} s"
+        if reason:
+            report.write(
+                "watchdog",
+                reason=reason,
+                processes=[p.describe() for p in alive[:30]],
+                killed=kill_namespace(),
+            )
+        time.sleep(0.02)
+
+
+def _disk_free() -> int:
+    stat = os.statvfs("/")
+    return stat.f_bavail * stat.f_frsize
+
+
+def leftovers(report: Report) -> None:
+    """Record (then kill) what still lives once CMD has gone: each one outlived the service."""
+    time.sleep(1.0)
+    reap()
+    alive = [p for p in procs.processes() if p.pid != 1]
+    report.write("leftovers", processes=[p.describe() for p in alive], killed=kill_namespace())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--report", type=Path, required=True)
+    parser.add_argument("--outer-pidns", required=True)
+    parser.add_argument("--outer-mntns", required=True)
+    parser.add_argument("--fake-token", action="store_true")
+    parser.add_argument("--deadline-s", type=float, default=300.0)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    report = Report(args.report)
+    evidence = probe(args.outer_pidns, args.outer_mntns)
+    report.write("probe", **evidence)
+    if not evidence["ok"]:
+        return PROBE_FAILED
+    if args.fake_token:
+        mount_fake_token(report)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (BACKSTOP_FILE_BYTES, BACKSTOP_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    child = subprocess.Popen(command)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, _: child.send_signal(signum))
+    code = supervise(child, report, args.deadline_s)
+    leftovers(report)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

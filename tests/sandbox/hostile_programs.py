@@ -1,0 +1,872 @@
+"""The hostile programs, what each attempts, and how each may end.
+
+Every program is plain Python, prefixed with `prelude(target)` (the ports,
+paths and file-name marker of one run: nothing secret). A program prints a
+line starting with `ACHIEVED` when an attack step worked; the harness also
+checks what a program cannot report itself (a listener's accepts, a
+bystander process, files outside the scratch directory, survivors, secrets
+in any output). Self-bounding thresholds (2 GiB, 256 MiB, 2,000 threads,
+10 s) end a program that met no limit, so a hole is reported, not suffered.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+from reward_service.sandbox import Kind
+
+ACHIEVED = "ACHIEVED"
+SECRET_PATTERN = "canary[0-9a-f]{32}"
+"""The shape of every secret canary (the pattern itself never matches itself)."""
+
+ERR, OK, TIME, MEM, OUT = (
+    Kind.RUNTIME_ERROR,
+    Kind.OK,
+    Kind.TIME_LIMIT,
+    Kind.MEMORY_LIMIT,
+    Kind.OUTPUT_LIMIT,
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one program may aim at: loopback ports, paths, and its file-name marker."""
+
+    run_id: str
+    service_port: int
+    tcp_port: int
+    tcp6_port: int
+    udp_port: int
+    unix_name: str
+    repo: str
+    home: str
+    site: str
+    token_path: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+    def outside_paths(self) -> list[str]:
+        """Where a file named by `run_id` must never appear (the parent of cwd is added per run)."""
+        places = ["/tmp", "/var/tmp", "/dev/shm", self.home, self.repo, self.site, "/"]
+        return [
+            f"{place.rstrip('/')}/{self.run_id}{suffix}"
+            for place in places
+            for suffix in ("", "-daemon", ".py")
+        ]
+
+
+def prelude(target: Target) -> str:
+    """The constants a program reads its targets from."""
+    return textwrap.dedent(
+        f"""\
+        RUN_ID = {target.run_id!r}
+        SERVICE_PORT = {target.service_port}
+        TCP_PORT = {target.tcp_port}
+        TCP6_PORT = {target.tcp6_port}
+        UDP_PORT = {target.udp_port}
+        UNIX_NAME = {target.unix_name!r}
+        REPO = {target.repo!r}
+        HOME = {target.home!r}
+        SITE = {target.site!r}
+        TOKEN_PATH = {target.token_path!r}
+        SECRET_PATTERN = {SECRET_PATTERN!r}
+        """
+    )
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """One hostile program: its aim, its source, and the kinds of end that are right for it."""
+
+    name: str
+    aim: str
+    body: str
+    kinds: frozenset[Kind]
+    time_s: float = 1.0
+    memory_mb: int = 128
+    output_bytes: int = 64 * 1024
+    gate: str = ""
+    """A capability the sandbox must bound before this runs at all (`fork`)."""
+    tags: tuple[str, ...] = field(default=())
+
+    def source(self, target: Target) -> str:
+        return prelude(target) + textwrap.dedent(self.body)
+
+
+def _h(name: str, aim: str, body: str, *kinds: Kind, **extra: object) -> Hostile:
+    return Hostile(name, aim, body, frozenset(kinds), **extra)  # type: ignore[arg-type]
+
+
+_WRITE = """\
+import os
+path = os.path.join({where}, RUN_ID)
+with open(path, "w") as f:
+    f.write("x")
+print("wrote", path)
+"""
+
+_CONNECT = """\
+import socket
+s = socket.socket({family}, socket.SOCK_STREAM)
+s.settimeout(0.5)
+s.connect({address})
+s.sendall(b"GET /livez HTTP/1.0\\r\\n\\r\\n")
+print("ACHIEVED connected", s.recv(200))
+"""
+
+_READ = """\
+with open({path}, "rb") as f:
+    print(f.read(65536))
+"""
+
+PROGRAMS: tuple[Hostile, ...] = (
+    # secrets
+    _h(
+        "print_environ",
+        "print the environment it was given",
+        "import os\nprint(len(os.environ), dict(os.environ))\n",
+        OK,
+    ),
+    _h(
+        "proc_self_environ",
+        "read its own initial environment from /proc",
+        _READ.format(path='"/proc/self/environ"'),
+        OK,
+        ERR,
+    ),
+    _h(
+        "proc_parent_environ",
+        "read its parent's environment",
+        _READ.format(path='"/proc/%d/environ" % __import__("os").getppid()'),
+        OK,
+        ERR,
+    ),
+    _h(
+        "proc_init_environ",
+        "read PID 1's environment",
+        _READ.format(path='"/proc/1/environ"'),
+        OK,
+        ERR,
+    ),
+    _h(
+        "proc_every_environ",
+        "read every /proc/*/environ and cmdline it can see",
+        """\
+       import os
+       seen = []
+       for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+           for part in ("environ", "cmdline"):
+               try:
+                   with open(f"/proc/{pid}/{part}", "rb") as f:
+                       seen.append((pid, part, f.read(4096)))
+               except OSError as exc:
+                   seen.append((pid, part, type(exc).__name__))
+       print(seen)
+       """,
+        OK,
+        ERR,
+        output_bytes=1 << 20,
+    ),
+    _h(
+        "serviceaccount_token",
+        "read the pod's service-account token",
+        _READ.format(path="TOKEN_PATH"),
+        ERR,
+        OK,
+    ),
+    _h(
+        "scan_own_memory",
+        "search its own memory (inherited from the zygote) for secrets",
+        """\
+       import re
+       pattern, found = re.compile(SECRET_PATTERN.encode()), set()
+       with open("/proc/self/maps") as maps:
+           regions = [line.split() for line in maps]
+       with open("/proc/self/mem", "rb", 0) as mem:
+           for region in regions:
+               if not region[1].startswith("r") or len(region) > 5 and region[5] == "[vvar]":
+                   continue
+               start, end = (int(x, 16) for x in region[0].split("-"))
+               if end - start > (64 << 20):
+                   continue
+               try:
+                   mem.seek(start)
+                   found.update(pattern.findall(mem.read(end - start)))
+               except (OSError, ValueError, OverflowError):
+                   pass
+       print(sorted(found))
+       """,
+        OK,
+        ERR,
+        time_s=2.0,
+        memory_mb=512,
+    ),
+    _h(
+        "scan_parent_memory",
+        "read its parent's memory through /proc/<ppid>/mem for secrets",
+        """\
+       import os, re
+       pattern, found, ppid = re.compile(SECRET_PATTERN.encode()), set(), os.getppid()
+       with open(f"/proc/{ppid}/maps") as maps:
+           regions = [line.split() for line in maps]
+       with open(f"/proc/{ppid}/mem", "rb", 0) as mem:
+           for region in regions:
+               start, end = (int(x, 16) for x in region[0].split("-"))
+               if not region[1].startswith("r") or end - start > (64 << 20):
+                   continue
+               try:
+                   mem.seek(start)
+                   found.update(pattern.findall(mem.read(end - start)))
+               except (OSError, ValueError, OverflowError):
+                   pass
+       print("read", len(regions), "regions of", ppid, sorted(found))
+       """,
+        OK,
+        ERR,
+        time_s=2.0,
+        memory_mb=512,
+    ),
+    _h(
+        "leave_output",
+        "print a fresh marker, for the next program to look for in memory",
+        'import os\nprint("leftover" + os.urandom(16).hex())\n',
+        OK,
+    ),
+    _h(
+        "scan_inherited_heap",
+        "read its own heap with ctypes (no /proc) for earlier runs' output and secrets",
+        """\
+       import ctypes, gc, os, re
+       libc = ctypes.CDLL(None, use_errno=True)
+       libc.sbrk.restype = ctypes.c_void_p
+       libc.sbrk.argtypes = [ctypes.c_long]
+       libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+       libc.write.restype = ctypes.c_ssize_t
+       pattern = re.compile(rb"(?:canary|leftover)[0-9a-f]{32}")
+       r, w = os.pipe()
+       PAGE, found, pages = 4096, set(), 0
+       def page(addr):
+           n = libc.write(w, addr, PAGE)
+           return os.read(r, n) if n > 0 else None
+       def scan(start, count):
+           global pages
+           tail = b""
+           for i in range(count):
+               data = page(start + i * PAGE)
+               if data is None:
+                   tail = b""
+                   continue
+               pages += 1
+               found.update(pattern.findall(tail + data))
+               tail = data[-48:]
+       top = libc.sbrk(0)
+       scan(top - (96 << 20), (96 << 20) // PAGE)
+       arenas = {id(o) & ~((256 << 10) - 1) for o in gc.get_objects()}
+       for arena in sorted(arenas)[:400]:
+           scan(arena, (256 << 10) // PAGE)
+       print("scanned", pages, "pages:", sorted(x.decode() for x in found))
+       """,
+        OK,
+        ERR,
+        time_s=2.0,
+        memory_mb=256,
+    ),
+    _h(
+        "forge_report_fd",
+        "write the sandbox's memory-error mark into its report descriptor, then fail",
+        "import os, sys\ntry:\n    os.write(3, b'M')\nexcept OSError:\n    pass\nsys.exit(1)\n",
+        ERR,
+    ),
+    # network (loopback targets only)
+    _h(
+        "connect_service_port",
+        "open a TCP connection to the service's own port",
+        _CONNECT.format(family="socket.AF_INET", address='("127.0.0.1", SERVICE_PORT)'),
+        ERR,
+    ),
+    _h(
+        "connect_loopback_listener",
+        "connect to a listener the test opened on 127.0.0.1",
+        _CONNECT.format(family="socket.AF_INET", address='("127.0.0.1", TCP_PORT)'),
+        ERR,
+    ),
+    _h(
+        "connect_ipv6_loopback",
+        "connect to a listener the test opened on [::1]",
+        _CONNECT.format(family="socket.AF_INET6", address='("::1", TCP6_PORT)'),
+        ERR,
+    ),
+    _h(
+        "udp_send_loopback",
+        "send UDP datagrams to a receiver the test opened on 127.0.0.1",
+        """\
+       import socket
+       s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+       for _ in range(5):
+           s.sendto(b"hostile datagram", ("127.0.0.1", UDP_PORT))
+       print("sendto returned")
+       """,
+        ERR,
+        OK,
+    ),
+    _h(
+        "unix_abstract_socket",
+        "connect to an abstract AF_UNIX socket the test listens on",
+        """\
+       import socket
+       s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+       s.settimeout(0.5)
+       s.connect("\\0" + UNIX_NAME)
+       s.sendall(b"hostile")
+       print("ACHIEVED connected to abstract socket", UNIX_NAME)
+       """,
+        ERR,
+    ),
+    _h(
+        "list_interfaces",
+        "list network interfaces, routes and sockets; open raw sockets",
+        """\
+       import socket
+       def attempt(what, fn):
+           try:
+               value = fn()
+               print(what, "->", value)
+               return value
+           except Exception as exc:
+               print(what, "-> failed:", type(exc).__name__, exc)
+       names = attempt("if_nameindex", lambda: [n for _, n in socket.if_nameindex()]) or []
+       routes = attempt("route", lambda: open("/proc/net/route").read().splitlines()[1:]) or []
+       dev = attempt("dev", lambda: [l.split(":")[0].strip()
+                                     for l in open("/proc/net/dev").read().splitlines()[2:]]) or []
+       tcp = attempt("tcp", lambda: open("/proc/net/tcp").read()) or ""
+       families = {"inet": (socket.AF_INET, socket.SOCK_STREAM),
+                   "inet6": (socket.AF_INET6, socket.SOCK_STREAM),
+                   "unix": (socket.AF_UNIX, socket.SOCK_STREAM),
+                   "raw": (socket.AF_INET, socket.SOCK_RAW),
+                   "packet": (socket.AF_PACKET, socket.SOCK_RAW),
+                   "netlink": (socket.AF_NETLINK, socket.SOCK_RAW)}
+       opened = [name for name, args in families.items()
+                 if attempt("socket " + name,
+                            lambda args=args: socket.socket(*args).close() or "open")]
+       outside = sorted({n for n in names + dev if n != "lo"})
+       if outside or routes:
+           print("ACHIEVED sees interfaces", outside, "and", len(routes), "routes; opened", opened)
+       if (":%04X" % SERVICE_PORT) in tcp:
+           print("ACHIEVED sees the service's listening socket in /proc/net/tcp")
+       """,
+        OK,
+        ERR,
+    ),
+    # escape: daemons and files outside the scratch directory
+    _h(
+        "daemon_escape",
+        "double-fork and setsid a daemon that writes files later and lingers",
+        """\
+       import os, time
+       if os.fork() == 0:
+           os.setsid()
+           if os.fork() == 0:
+               os.closerange(0, 3)
+               try:
+                   with open("/proc/self/comm", "w") as f:
+                       f.write("hx-daemon")
+               except OSError:
+                   pass
+               time.sleep(0.3)
+               for where in ("/tmp", HOME, os.path.dirname(os.getcwd()), REPO):
+                   try:
+                       with open(os.path.join(where, RUN_ID + "-daemon"), "w") as f:
+                           f.write("x")
+                   except OSError:
+                       pass
+               time.sleep(30)
+           os._exit(0)
+       print("daemon started")
+       """,
+        OK,
+        ERR,
+        TIME,
+    ),
+    _h("write_tmp", "create a file in /tmp", _WRITE.format(where='"/tmp"'), ERR, OK),
+    _h(
+        "write_home",
+        "create a file in the service's home directory",
+        _WRITE.format(where="HOME"),
+        ERR,
+        OK,
+    ),
+    _h(
+        "write_cwd_parent",
+        "create files in its scratch directory and in the directory above it",
+        """\
+       import os
+       cwd = os.path.realpath(os.getcwd())
+       print("CWD=" + cwd)
+       with open(RUN_ID + "-inside", "w") as f:
+           f.write("x")
+       path = os.path.join(os.path.dirname(cwd), RUN_ID)
+       with open(path, "w") as f:
+           f.write("x")
+       print("wrote", path)
+       """,
+        ERR,
+        OK,
+    ),
+    _h(
+        "write_repo",
+        "create a file in the service's source tree",
+        _WRITE.format(where="REPO"),
+        ERR,
+        OK,
+    ),
+    _h(
+        "write_site_packages",
+        "plant a module in the interpreter's site-packages",
+        """\
+       import os
+       path = os.path.join(SITE, RUN_ID + ".py")
+       with open(path, "w") as f:
+           f.write("x = 1\\n")
+       print("wrote", path)
+       """,
+        ERR,
+        OK,
+    ),
+    _h("write_dev_shm", "create a file in /dev/shm", _WRITE.format(where='"/dev/shm"'), ERR, OK),
+    # forging the sandbox's own channel
+    _h(
+        "inherited_descriptors",
+        "write forged results into every descriptor above 2, then fail",
+        """\
+       import os, sys
+       FORGED = b'{"kind": "ok", "exit_code": 0, "stdout": "forged"}\\n\\x80\\x04K\\x00.'
+       extra = []
+       for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+           if fd <= 3:  # 3: the run's own report pipe, by the sandbox's design
+               continue
+           try:
+               target = os.readlink(f"/proc/self/fd/{fd}")
+           except OSError:
+               target = "?"
+           try:
+               os.write(fd, FORGED)
+               extra.append((fd, target, "written"))
+           except OSError as exc:
+               extra.append((fd, target, type(exc).__name__))
+       print("descriptors above 2:", extra)
+       if any(state == "written" and ("pipe" in t or "socket" in t) for _, t, state in extra):
+           print("ACHIEVED wrote into an inherited pipe or socket")
+       sys.exit(3)
+       """,
+        ERR,
+    ),
+    # signals
+    _h(
+        "kill_all",
+        "os.kill(-1, SIGKILL): every process it may signal",
+        "import os\nos.kill(-1, 9)\nprint('kill(-1, 9) returned')\n",
+        ERR,
+        OK,
+    ),
+    _h(
+        "kill_parent",
+        "SIGKILL its parent",
+        "import os\nos.kill(os.getppid(), 9)\nprint('killed parent', os.getppid())\n",
+        ERR,
+        OK,
+    ),
+    _h("killpg_own", "SIGKILL its own process group", "import os\nos.killpg(0, 9)\n", ERR),
+    _h(
+        "killpg_parent",
+        "SIGKILL its parent's process group",
+        "import os\nos.killpg(os.getpgid(os.getppid()), 9)\nprint('killpg returned')\n",
+        ERR,
+        OK,
+    ),
+    _h(
+        "kill_init",
+        "SIGKILL PID 1",
+        "import os\nos.kill(1, 9)\nprint('kill(1, 9) returned')\n",
+        ERR,
+        OK,
+    ),
+    _h(
+        "signal_every_pid",
+        "SIGSTOP then SIGKILL every PID found in /proc",
+        """\
+       import os
+       me, hits = os.getpid(), []
+       for sig in (19, 9):
+           for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+               if pid != me:
+                   try:
+                       os.kill(pid, sig)
+                       hits.append((sig, pid))
+                   except OSError:
+                       pass
+       print("signalled", hits)
+       """,
+        OK,
+        ERR,
+    ),
+    # processes
+    _h(
+        "subprocess_spawn",
+        "start a shell",
+        """\
+       import subprocess
+       done = subprocess.run(["/bin/sh", "-c", "echo ACHIEVED a shell ran"], capture_output=True)
+       print(done.stdout.decode())
+       """,
+        ERR,
+    ),
+    _h(
+        "exec_shell",
+        "replace itself with a shell",
+        'import os\nos.execv("/bin/sh", ["sh", "-c", "echo ACHIEVED exec ran a shell"])\n',
+        ERR,
+    ),
+    _h(
+        "thread_bomb",
+        "start threads without end",
+        """\
+       import os, threading, time
+       n = 0
+       while True:
+           threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+           n += 1
+           if n >= 2000:
+               print("ACHIEVED started", n, "threads", flush=True)
+               os._exit(0)
+       """,
+        ERR,
+        MEM,
+        TIME,
+    ),
+    _h(
+        "fork_bomb",
+        "os.fork() in a loop, in every child too",
+        "import os\nwhile True:\n    os.fork()\n",
+        ERR,
+        TIME,
+        MEM,
+        gate="fork",
+    ),
+    # memory, disk, output, time
+    _h(
+        "memory_bytearray",
+        "grow one bytearray without end",
+        """\
+       import os
+       b = bytearray()
+       while True:
+           b += bytes(16 << 20)
+           if len(b) >= (2 << 30):
+               print("ACHIEVED held", len(b) >> 20, "MiB", flush=True)
+               os._exit(0)
+       """,
+        MEM,
+    ),
+    _h(
+        "memory_list",
+        "grow a list of lists without end",
+        """\
+       import os
+       hoard = []
+       while True:
+           hoard.append([0] * (1 << 20))
+           if len(hoard) >= 256:
+               print("ACHIEVED held", len(hoard) * 8, "MiB", flush=True)
+               os._exit(0)
+       """,
+        MEM,
+    ),
+    _h(
+        "deep_recursion",
+        "recurse a million deep after sys.setrecursionlimit(10**6)",
+        """\
+       import sys
+       sys.setrecursionlimit(10**6)
+       def down(n):
+           return down(n + 1) + 1
+       down(0)
+       """,
+        ERR,
+        MEM,
+        TIME,  # 3.11 keeps Python frames on the heap: a slow climb, a long traceback
+    ),
+    _h(
+        "disk_one_file",
+        "write one file without end",
+        """\
+       import os
+       chunk, n = b"x" * (1 << 20), 0
+       with open("big.bin", "wb") as f:
+           while True:
+               f.write(chunk)
+               f.flush()
+               n += 1
+               if n >= 256:
+                   print("ACHIEVED wrote a", n, "MiB file", flush=True)
+                   os._exit(0)
+       """,
+        ERR,
+        OUT,
+    ),
+    _h(
+        "disk_many_files",
+        "write 64 KiB files without end",
+        """\
+       import os
+       chunk, n = b"x" * (64 << 10), 0
+       while True:
+           with open("f%d" % n, "wb") as f:
+               f.write(chunk)
+           n += 1
+           if n >= 4096:
+               print("ACHIEVED wrote", n, "files (", n >> 4, "MiB )", flush=True)
+               os._exit(0)
+       """,
+        ERR,
+        OUT,
+    ),
+    _h(
+        "stdout_endless",
+        "print without end",
+        """\
+       import os
+       n = 0
+       while True:
+           print("y" * 1023)
+           n += 1
+           if n >= 256 * 1024:
+               print("ACHIEVED printed 256 MiB", flush=True)
+               os._exit(0)
+       """,
+        OUT,
+        tags=("raw_stdout",),
+    ),
+    _h(
+        "stdout_one_giant_write",
+        "write 48 MiB to stdout in one call",
+        'import sys\nsys.stdout.buffer.write(b"x" * (48 << 20))\nsys.stdout.flush()\n',
+        OUT,
+        tags=("raw_stdout",),
+    ),
+    _h(
+        "stderr_bomb",
+        "write to stderr without end",
+        """\
+       import sys, time
+       start = time.monotonic()
+       while time.monotonic() - start < 10:
+           sys.stderr.write("e" * 4095 + "\\n")
+       print("ACHIEVED wrote to stderr for 10 s")
+       """,
+        TIME,
+        OUT,
+    ),
+    _h(
+        "cpu_loop",
+        "spin the CPU forever",
+        """\
+       import time
+       start = time.monotonic()
+       while time.monotonic() - start < 10:
+           pass
+       print("ACHIEVED ran 10 s of CPU")
+       """,
+        TIME,
+    ),
+    _h(
+        "sleep",
+        "sleep past any wall limit",
+        "import time\ntime.sleep(10)\nprint('ACHIEVED slept 10 s')\n",
+        TIME,
+    ),
+)
+"""In run order: quiet attacks first, the bombs last."""
+
+BY_NAME = {program.name: program for program in PROGRAMS}
+
+SANDBOX_PROBE = """\
+import json, os, resource
+info = {}
+def attempt(key, fn):
+    try:
+        info[key] = fn()
+    except Exception as exc:
+        info[key] = type(exc).__name__
+def status():
+    keep = ("Seccomp", "Seccomp_filters", "NoNewPrivs", "CapEff", "CapBnd", "Uid")
+    with open("/proc/self/status") as f:
+        return {l.split(":")[0]: l.split(":", 1)[1].strip() for l in f if l.split(":")[0] in keep}
+def kill_all_sig0():
+    os.kill(-1, 0)
+    return "reached at least one process"
+def fork():
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    return "allowed"
+def scratch():
+    stat = os.statvfs(".")
+    return stat.f_blocks * stat.f_frsize
+info.update(pid=os.getpid(), ppid=os.getppid(), uid=os.getuid(), gid=os.getgid(), cwd=os.getcwd())
+attempt("proc_pids", lambda: sorted(int(p) for p in os.listdir("/proc") if p.isdigit())[:50])
+attempt("status", status)
+info["ns"] = {}
+for name in ("pid", "net", "mnt", "user", "ipc", "uts", "cgroup"):
+    try:
+        info["ns"][name] = os.readlink("/proc/self/ns/" + name)
+    except OSError as exc:
+        info["ns"][name] = type(exc).__name__
+info["rlimits"] = {name: resource.getrlimit(getattr(resource, "RLIMIT_" + name))
+                   for name in ("AS", "DATA", "CPU", "FSIZE", "NOFILE", "NPROC", "CORE", "STACK")}
+info["env_keys"] = sorted(os.environ)
+attempt("kill_minus_1_sig0", kill_all_sig0)
+attempt("fork", fork)
+attempt("scratch_bytes", scratch)
+attempt("root_listing", lambda: sorted(os.listdir("/")))
+print(json.dumps(info))
+"""
+"""Harmless: what confines a run, as the run sees it; printed as one JSON line."""
+
+HEALTH = "print(input()[::-1])\n"
+"""A correct program: after every hostile one, the sandbox must still run this right."""
+
+FORK_GATE = """\
+import os, resource
+nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+try:
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    forks = True
+except OSError:
+    forks = False
+print("bounded" if not forks or (os.getuid() != 0 and 0 <= nproc <= 4096) else "unbounded")
+"""
+"""Harmless: prints `bounded` when a fork bomb would meet a bound (no fork, or a low NPROC)."""
+
+REACH_PROBE = """\
+import os
+try:
+    os.kill(-1, 0)
+    print("reached")
+except OSError:
+    print("blocked")
+"""
+"""Harmless: prints `blocked` when kill(-1, 0) finds no process to signal."""
+
+EXFILTRATE = """\
+import atexit as _atexit, io as _io, re as _re, sys as _sys
+_buffer = _sys.stdout = _io.StringIO()
+def _exfiltrate():
+    text = _buffer.getvalue()
+    found = sorted(set(_re.findall("(?:canary|leftover)[0-9a-f]{32}", text)))
+    said = [line[:120] for line in text.splitlines() if line.startswith("ACHIEVED")]
+    _sys.stderr.write("\\n" + " ".join(said[:1] + found)[-290:])
+_atexit.register(_exfiltrate)
+"""
+"""Through the service only stderr's tail comes back: a program's findings go there."""
+
+
+def served_source(hostile: Hostile, target: Target) -> str:
+    """The program as a service receives it: its findings, if any, in the answer's stderr."""
+    if "raw_stdout" in hostile.tags:
+        return hostile.source(target)
+    return prelude(target) + EXFILTRATE + textwrap.dedent(hostile.body)
+
+
+@dataclass(frozen=True)
+class Forgery:
+    """A solution that tries to pass tests it does not solve, and the label it is graded on."""
+
+    name: str
+    aim: str
+    source: str
+    label: dict[str, object]
+    kinds: frozenset[str]
+    """`first_failure.kind` values that are right: the reward must be 0.0."""
+
+
+_ASSERT_LABEL: dict[str, object] = {"tests": "assert f(1) == 2\nassert f(2) == 3"}
+_CALL_LABEL: dict[str, object] = {"fn_name": "f", "inputs": [[1], [2]], "outputs": [2, 3]}
+
+FORGERIES: tuple[Forgery, ...] = (
+    Forgery(
+        "assert_exit_before_tests",
+        "os._exit(0) while the solution loads, before any assert runs",
+        "import os\ndef f(x):\n    return 0\nos._exit(0)\n",
+        _ASSERT_LABEL,
+        frozenset({"runtime_error"}),
+    ),
+    Forgery(
+        "assert_sys_exit",
+        "sys.exit(0) while the solution loads",
+        "import sys\ndef f(x):\n    return 0\nsys.exit(0)\n",
+        _ASSERT_LABEL,
+        frozenset({"runtime_error"}),
+    ),
+    Forgery(
+        "assert_always_equal",
+        "return an object equal to everything, so `f(1) == 2` holds",
+        "class _Eq:\n    def __eq__(self, other):\n        return True\n"
+        "def f(x):\n    return _Eq()\n",
+        _ASSERT_LABEL,
+        frozenset({"wrong_output"}),
+    ),
+    Forgery(
+        "assert_driver_report",
+        "call the driver's own _report (found from the caller's frame) with passing verdicts",
+        "import os, sys\ndef f(x):\n    return 0\n_report = sys._getframe(1).f_globals['_report']\n"
+        "for _ in range(100):\n    _report(['ok', ''])\n_report('done')\nos._exit(0)\n",
+        _ASSERT_LABEL,
+        frozenset({"runtime_error", "wrong_output"}),
+    ),
+    Forgery(
+        "assert_forged_marker",
+        "write the driver's mark (read from its code) with passing verdicts, then exit",
+        "import os, sys\ndef f(x):\n    return 0\n"
+        "_consts = [c for fn in sys._getframe(1).f_globals.values()\n"
+        "           if hasattr(fn, '__code__') for c in fn.__code__.co_consts]\n"
+        "_mark = next(c for c in _consts if isinstance(c, str) and c.startswith('<<reward'))\n"
+        "os.write(1, ''.join('\\n' + _mark + v + '\\n' for v in ['[\"ok\", \"\"]'] * 100\n"
+        "                    + ['\"done\"']).encode())\nos._exit(0)\n",
+        _ASSERT_LABEL,
+        frozenset({"runtime_error", "wrong_output"}),
+    ),
+    Forgery(
+        "call_forged_marker",
+        "write a guessed mark and value, then exit before the driver writes its own",
+        "import os\ndef f(x):\n    os.write(1, b'\\n<<reward-service 0000000000000000>>2\\n')\n"
+        "    os._exit(0)\n",
+        _CALL_LABEL,
+        frozenset({"runtime_error", "wrong_output"}),
+    ),
+    Forgery(
+        "call_always_equal",
+        "return an object equal to everything from a call-based function",
+        "class _Eq(int):\n    def __eq__(self, other):\n        return True\n"
+        "def f(x):\n    return _Eq(0)\n",
+        _CALL_LABEL,
+        frozenset({"wrong_output"}),
+    ),
+    Forgery(
+        "call_patch_json",
+        "make the driver's json.dumps write the expected-looking value whatever is returned",
+        "import json\n_dumps = json.dumps\njson.dumps = lambda value, *a, **k: '2'\n"
+        "def f(x):\n    return 0\n",
+        _CALL_LABEL,
+        frozenset({"wrong_output"}),
+    ),
+    Forgery(
+        "stdin_fake_completion",
+        "print a driver-like mark and a done line on a stdin test",
+        "print('<<reward-service 0000000000000000>>\"done\"')\n",
+        {"inputs": ["1\n"], "outputs": ["2"]},
+        frozenset({"wrong_output"}),
+    ),
+)

@@ -1,0 +1,128 @@
+"""The hostile programs against the service's sandbox, inside an outer PID namespace.
+
+One confined run of `tests.sandbox.runner` (under `tests.sandbox.confine`, in
+`unshare --pid --fork --mount-proc`) attacks the sandbox with every program of
+`hostile_programs.PROGRAMS`; the tests below read its report. Nothing hostile
+runs unless the confinement probe passed first. A program that took its
+runner down (a hole) is retried in a fresh confined run with the programs left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sandbox import confine
+from tests.sandbox.hostile_programs import PROGRAMS
+
+REPO = Path(__file__).resolve().parents[2]
+DEADLINE_S = 120.0
+ATTEMPTS = 3
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("unshare") is None, reason="unshare (util-linux) is needed for the outer namespace"
+)
+
+
+@dataclass
+class Attack:
+    """What the confined runs reported: the confinement's events and the runner's."""
+
+    outer: dict[str, list[dict[str, Any]]]
+    inner: dict[str, list[dict[str, Any]]]
+    logs: str
+
+    def programs(self) -> dict[str, dict[str, Any]]:
+        return {event["name"]: event for event in self.inner.get("program", [])}
+
+
+def _confined_run(tmp: Path, attempt: int, only: list[str] | None) -> Attack:
+    report, results = tmp / f"confine-{attempt}.jsonl", tmp / f"results-{attempt}.jsonl"
+    inner = [sys.executable, "-m", "tests.sandbox.runner", "--results", str(results)]
+    if only is not None:
+        inner += ["--only", *only]
+    env = {**os.environ, **confine.canaries()}
+    done = subprocess.run(
+        confine.command(report, inner, DEADLINE_S),
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S + 30,
+    )
+    logs = f"exit {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+    return Attack(confine.read_report(report), confine.read_report(results), logs)
+
+
+@pytest.fixture(scope="module")
+def attacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Attack]]:
+    """Every confined run: the first runs all programs, later ones what an earlier run left."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    runs: list[Attack] = []
+    left = [program.name for program in PROGRAMS]
+    for attempt in range(ATTEMPTS):
+        attack = _confined_run(tmp, attempt, None if attempt == 0 else left)
+        runs.append(attack)
+        if not attack.outer.get("probe", [{}])[0].get("ok") or "layers" not in attack.inner:
+            break
+        left = [name for name in left if name not in attack.programs()]
+        if not left:
+            break
+        left = left[1:]  # the first program left is the one its run did not survive
+    yield runs
+
+
+def test_outer_namespace_is_proven_before_anything_runs(attacks: list[Attack]) -> None:
+    """The confined runner is PID 1 of its own PID and mount namespaces, alone in /proc."""
+    for attack in attacks:
+        probe = attack.outer.get("probe", [{}])[0]
+        assert probe.get("ok"), f"confinement probe failed: {probe}\n{attack.logs}"
+
+
+def test_sandbox_reports_its_layers(attacks: list[Attack]) -> None:
+    """The sandbox starts and names the layers confining every run."""
+    attack = attacks[0]
+    layers = attack.inner.get("layers", [{}])[0].get("layers")
+    assert layers, f"no layers reported\n{attack.logs}"
+
+
+def test_a_sandboxed_run_signals_nothing_outside(attacks: list[Attack]) -> None:
+    """From inside a run, kill(-1, 0) finds no process to signal."""
+    probe = attacks[0].inner.get("sandbox_probe", [{}])[0]
+    assert probe.get("ok"), f"the harmless probe program failed: {probe}\n{attacks[0].logs}"
+    assert probe["kill_minus_1_sig0"] != "reached at least one process", probe
+
+
+@pytest.mark.parametrize("name", [program.name for program in PROGRAMS])
+def test_hostile_program_achieves_nothing(attacks: list[Attack], name: str) -> None:
+    """The program ends with a right kind and leaves no trace: no hole of any kind."""
+    results = [attack.programs()[name] for attack in attacks if name in attack.programs()]
+    assert results, f"{name}: no result, its runner died while it ran\n{attacks[-1].logs}"
+    result = results[0]
+    assert not result["holes"], f"{name}: {result['holes']}\n{result}"
+
+
+def test_no_late_file_and_no_survivor(attacks: list[Attack]) -> None:
+    """Nothing a daemon wrote late appears outside scratch; no process lingers after the set."""
+    for attack in attacks:
+        for late in attack.inner.get("late", []):
+            assert not late["files"], late
+            assert not late["survivors"], late
+
+
+def test_nothing_of_the_sandbox_outlives_close(attacks: list[Attack]) -> None:
+    """After Sandbox.close() and the runner's exit nothing is left, and no watchdog fired."""
+    for attack in attacks:
+        assert not attack.outer.get("watchdog"), attack.outer["watchdog"]
+        for closed in attack.inner.get("closed", []):
+            assert not closed["processes"], closed
+        for leftovers in attack.outer.get("leftovers", []):
+            assert not leftovers["processes"], leftovers

@@ -1,0 +1,290 @@
+"""The zygote sandbox with benign programs: behaviour of `python solution.py`, limits, layers."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reward_service.errors import SandboxUnavailable
+from reward_service.sandbox import LAYERS, Kind, Limits, Outcome, Program
+from reward_service.sandbox.zygote_sandbox import ZYGOTE, ZygoteSandbox, probe_layers
+
+LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
+SHORT = Limits(time_s=0.5, memory_mb=256, output_bytes=1 << 20)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[ZygoteSandbox]:
+    with ZygoteSandbox() as running:
+        yield running
+
+
+def run(
+    sandbox: ZygoteSandbox, source: str, stdin: bytes = b"", limits: Limits = LIMITS
+) -> Outcome:
+    (outcome,) = sandbox.run(Program("python", source), [stdin], limits, budget_s=30)
+    return outcome
+
+
+def zygote_processes(tag: str) -> list[int]:
+    """Live processes started from the zygote script whose command line holds `tag`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(ZYGOTE) in cmdline and tag in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def test_stdin_reaches_the_program_and_its_stdout_comes_back(sandbox: ZygoteSandbox) -> None:
+    """A program reads the test's stdin and its stdout is returned byte for byte."""
+    outcome = run(sandbox, "print(sum(map(int, input().split())))", b"1 2 39\n")
+    assert (outcome.kind, outcome.stdout, outcome.exit_code) == (Kind.OK, b"42\n", 0)
+
+
+def test_binary_output_is_returned_as_bytes(sandbox: ZygoteSandbox) -> None:
+    """Bytes that are not UTF-8 come back unchanged."""
+    outcome = run(sandbox, "import sys; sys.stdout.buffer.write(bytes([255, 0, 10]))")
+    assert outcome.stdout == b"\xff\x00\n"
+
+
+def test_a_megabyte_of_stdin_is_fed_while_output_is_read(sandbox: ZygoteSandbox) -> None:
+    """Large stdin and stdout flow at once without a deadlock."""
+    data = b"x" * (1 << 20) + b"\n"
+    outcome = run(sandbox, "import sys; sys.stdout.write(sys.stdin.read())", data)
+    assert outcome.kind is Kind.OK and outcome.stdout == data
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "exit_code", "stderr"),
+    [
+        ("import sys; sys.exit(3)", Kind.RUNTIME_ERROR, 3, ""),
+        ("import sys; sys.exit(0)", Kind.OK, 0, ""),
+        ("exit()", Kind.OK, 0, ""),
+        ("raise SystemExit", Kind.OK, 0, ""),
+        ("import sys; sys.exit('bye')", Kind.RUNTIME_ERROR, 1, "bye\n"),
+        ("import sys; sys.exit(256 + 7)", Kind.RUNTIME_ERROR, 7, ""),
+    ],
+)
+def test_exit_statuses_are_those_of_python(
+    sandbox: ZygoteSandbox, source: str, kind: Kind, exit_code: int, stderr: str
+) -> None:
+    """sys.exit, exit() and SystemExit give the status `python solution.py` would."""
+    outcome = run(sandbox, source)
+    assert (outcome.kind, outcome.exit_code, outcome.stderr) == (kind, exit_code, stderr)
+
+
+def test_an_uncaught_exception_prints_the_traceback_and_exits_1(sandbox: ZygoteSandbox) -> None:
+    """The traceback names the solution's line, not the runner's frames."""
+    outcome = run(sandbox, "x = 1\n1 / 0\n")
+    assert (outcome.kind, outcome.exit_code) == (Kind.RUNTIME_ERROR, 1)
+    assert outcome.stderr.startswith("Traceback (most recent call last):\n")
+    assert 'File "solution.py", line 2, in <module>' in outcome.stderr
+    assert outcome.stderr.endswith("ZeroDivisionError: division by zero\n")
+    assert "runners.py" not in outcome.stderr
+
+
+def test_a_syntax_error_is_a_runtime_error_with_its_message(sandbox: ZygoteSandbox) -> None:
+    """A program that does not compile fails with SyntaxError on stderr."""
+    outcome = run(sandbox, "def f(:\n    pass\n")
+    assert (outcome.kind, outcome.exit_code) == (Kind.RUNTIME_ERROR, 1)
+    assert "SyntaxError" in outcome.stderr and 'File "solution.py", line 1' in outcome.stderr
+
+
+def test_stdout_is_flushed_at_exit(sandbox: ZygoteSandbox) -> None:
+    """Buffered output is written even when the program ends with sys.exit."""
+    outcome = run(sandbox, "import sys\nprint('partial', end='')\nsys.exit(0)\n")
+    assert outcome.stdout == b"partial"
+
+
+def test_the_program_runs_as_main_with_python_s_argv(sandbox: ZygoteSandbox) -> None:
+    """__name__ is __main__, sys.argv is ['solution.py'], and no pickle module was loaded."""
+    source = "import sys\nprint(__name__, sys.argv, 'pickle' in sys.modules)\n"
+    assert run(sandbox, source).stdout == b"__main__ ['solution.py'] False\n"
+
+
+def test_threads_may_run(sandbox: ZygoteSandbox) -> None:
+    """A program may start and join threads."""
+    source = (
+        "import threading\nout = []\nts = [threading.Thread(target=out.append, args=(i,))"
+        " for i in range(4)]\n[t.start() for t in ts]\n[t.join() for t in ts]\nprint(sorted(out))\n"
+    )
+    assert run(sandbox, source).stdout == b"[0, 1, 2, 3]\n"
+
+
+def test_a_busy_loop_ends_in_time_limit(sandbox: ZygoteSandbox) -> None:
+    """A program that never stops computing is killed and reported as time_limit."""
+    outcome = run(sandbox, "while True: pass", limits=SHORT)
+    assert (outcome.kind, outcome.exit_code) == (Kind.TIME_LIMIT, None)
+    assert outcome.elapsed_s >= SHORT.time_s
+
+
+def test_a_sleeping_program_ends_in_time_limit_by_the_wall_clock(sandbox: ZygoteSandbox) -> None:
+    """A program that waits without using CPU is killed at its wall-clock deadline."""
+    outcome = run(sandbox, "import time; time.sleep(100)", limits=SHORT)
+    assert (outcome.kind, outcome.exit_code) == (Kind.TIME_LIMIT, None)
+
+
+def test_a_big_allocation_ends_in_memory_limit(sandbox: ZygoteSandbox) -> None:
+    """Allocating past the address-space limit is memory_limit."""
+    outcome = run(sandbox, "x = bytearray(2 * 1024**3)", limits=Limits(2.0, 128, 1 << 20))
+    assert outcome.kind is Kind.MEMORY_LIMIT
+    assert outcome.stderr.endswith("MemoryError\n")
+
+
+def test_endless_output_ends_in_output_limit_with_the_cap_kept(sandbox: ZygoteSandbox) -> None:
+    """Writing past output_bytes kills the run; exactly output_bytes are returned."""
+    outcome = run(sandbox, "while True: print('y' * 100)", limits=Limits(2.0, 256, 10_000))
+    assert outcome.kind is Kind.OUTPUT_LIMIT
+    assert outcome.stdout == (b"y" * 100 + b"\n") * 99 + b"y" * 1
+
+
+def test_output_of_exactly_the_cap_is_ok(sandbox: ZygoteSandbox) -> None:
+    """output_bytes itself is allowed."""
+    outcome = run(sandbox, "print('z' * 9999)", limits=Limits(2.0, 256, 10_000))
+    assert (outcome.kind, len(outcome.stdout)) == (Kind.OK, 10_000)
+
+
+def test_stderr_is_reported_as_its_tail(sandbox: ZygoteSandbox) -> None:
+    """Of a long stderr, only the last kilobyte or so comes back, ending with the error."""
+    source = "import sys\nsys.stderr.write('e' * 200_000)\nraise ValueError('last words')\n"
+    outcome = run(sandbox, source)
+    assert len(outcome.stderr) <= 1024
+    assert outcome.stderr.endswith("ValueError: last words\n")
+
+
+def test_the_environment_is_empty_but_home_and_tmpdir(sandbox: ZygoteSandbox) -> None:
+    """No variable of the service reaches the program; HOME and TMPDIR are its cwd."""
+    outcome = run(sandbox, "import json, os; print(json.dumps([dict(os.environ), os.getcwd()]))")
+    environ, cwd = json.loads(outcome.stdout)
+    assert environ == {"HOME": cwd, "TMPDIR": cwd}
+
+
+def test_each_run_gets_a_fresh_scratch_dir_removed_afterwards(sandbox: ZygoteSandbox) -> None:
+    """The cwd holds only the solution, is writable, and is gone by the next run."""
+    first = run(sandbox, "import os; open('f', 'w').write('x'); print(os.getcwd(), os.listdir())")
+    cwd, listing = first.stdout.decode().split(" ", 1)
+    assert listing.strip() == "['solution.py', 'f']"
+    second = run(sandbox, f"import os; print(os.getcwd() != {cwd!r}, os.path.exists({cwd!r}))")
+    assert second.stdout == b"True False\n"
+
+
+def test_stop_at_first_failure_stops_after_the_first_failing_run(sandbox: ZygoteSandbox) -> None:
+    """With it, runs stop after a failure; without it, every stdin runs."""
+    program = Program("python", "import sys; sys.exit(int(input()))")
+    stdins = [b"0\n", b"4\n", b"0\n"]
+    stopping = sandbox.run(program, stdins, LIMITS, budget_s=30)
+    assert [o.kind for o in stopping] == [Kind.OK, Kind.RUNTIME_ERROR]
+    every = sandbox.run(program, stdins, LIMITS, budget_s=30, stop_at_first_failure=False)
+    assert [o.exit_code for o in every] == [0, 4, 0]
+
+
+def test_a_budget_smaller_than_a_run_runs_nothing(sandbox: ZygoteSandbox) -> None:
+    """A run that could overrun the budget is not started."""
+    outcomes = sandbox.run(Program("python", "print(1)"), [b""] * 3, LIMITS, budget_s=1.0)
+    assert outcomes == []
+
+
+def test_the_budget_stops_runs_that_could_overrun_it(sandbox: ZygoteSandbox) -> None:
+    """Runs that each may take time_s stop once the budget left is below time_s."""
+    program = Program("python", "import time; time.sleep(100)")
+    outcomes = sandbox.run(program, [b""] * 5, SHORT, budget_s=1.3, stop_at_first_failure=False)
+    assert [o.kind for o in outcomes] == [Kind.TIME_LIMIT, Kind.TIME_LIMIT]
+
+
+def test_an_unknown_language_is_refused(sandbox: ZygoteSandbox) -> None:
+    """A language without a runner is the caller's error, not a run."""
+    with pytest.raises(ValueError, match="cobol"):
+        sandbox.run(Program("cobol", ""), [b""], LIMITS, budget_s=30)
+
+
+def test_layers_are_known_names_and_include_the_always_on_ones(sandbox: ZygoteSandbox) -> None:
+    """Every reported layer is a documented name; process and rlimits are always there."""
+    assert {"process", "rlimits"} <= set(sandbox.layers) <= set(LAYERS)
+    if {"netns", "mountns", "pidns"} <= set(sandbox.layers):
+        assert "namespaces" in sandbox.layers
+
+
+def test_probe_layers_reports_what_a_sandbox_gets(sandbox: ZygoteSandbox) -> None:
+    """The start-up probe names the same layers as a running sandbox."""
+    assert probe_layers() == sandbox.layers
+
+
+def test_a_required_layer_that_is_not_active_fails_the_build() -> None:
+    """uid (root only) and userns (non-root only) are never both active: requiring both fails."""
+    with pytest.raises(SandboxUnavailable, match="required sandbox layers not active"):
+        ZygoteSandbox(required_layers={"uid", "userns"})
+
+
+def test_an_unknown_required_layer_fails_the_build() -> None:
+    """A misspelt layer is an error, not silently ignored."""
+    with pytest.raises(SandboxUnavailable, match="unknown sandbox layers"):
+        ZygoteSandbox(required_layers={"seccmop"})
+
+
+def test_a_killed_zygote_is_restarted_by_the_next_run() -> None:
+    """After its zygote dies, the sandbox starts another and the next run succeeds."""
+    tag = '"scratch_mb": 31'
+    with ZygoteSandbox(scratch_mb=31) as sandbox:
+        (before,) = zygote_processes(tag)[:1]
+        os.kill(before, signal.SIGKILL)
+        outcome = run(sandbox, "print('again')")
+        assert (outcome.kind, outcome.stdout) == (Kind.OK, b"again\n")
+        assert before not in zygote_processes(tag)
+
+
+def test_close_leaves_no_process_behind() -> None:
+    """After close, no process started from the zygote script is alive."""
+    tag = '"scratch_mb": 37'
+    sandbox = ZygoteSandbox(scratch_mb=37)
+    run(sandbox, "print('x')")
+    assert zygote_processes(tag)
+    sandbox.close()
+    assert zygote_processes(tag) == []
+
+
+ZYGOTE_SIDE = (
+    "zygote",
+    "confine",
+    "runners",
+    "seccomp",
+    "landlock",
+    "namespaces",
+    "linux",
+    "protocol",
+)
+
+
+@pytest.mark.parametrize("module", ZYGOTE_SIDE)
+def test_the_zygote_side_imports_only_the_stdlib_and_its_siblings(module: str) -> None:
+    """No zygote-side module imports pickle, or anything outside the stdlib and the sandbox."""
+    tree = ast.parse((ZYGOTE.parent / f"{module}.py").read_text())
+    imported = {
+        name
+        for node in ast.walk(tree)
+        for name in (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+    }
+    assert "pickle" not in imported
+    outside = {n for n in imported if n.split(".")[0] not in __import__("sys").stdlib_module_names}
+    assert outside <= {
+        "reward_service.sandbox",
+        *(f"reward_service.sandbox.{m}" for m in ZYGOTE_SIDE),
+    }
