@@ -131,9 +131,7 @@ class ZygoteSandbox:
         return tuple(layers)
 
     def _run_once(self, program: Program, stdin: bytes, limits: Limits) -> Outcome:
-        if self._process is None or self._process.poll() is not None:
-            self._restart()
-        assert self._process is not None and self._process.stdin is not None
+        """One run; a zygote lost during it is replaced and the run tried once more."""
         request = {
             "language": program.language,
             "source": program.source,
@@ -143,21 +141,22 @@ class ZygoteSandbox:
             "output_bytes": limits.output_bytes,
         }
         started = time.monotonic()
-        try:
-            protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
-            reply = self._receive(started + limits.time_s + _REPLY_GRACE_S)
-            if reply is None:
-                raise protocol.ProtocolError("no answer")
-            return _outcome(reply, limits)
-        except (OSError, protocol.ProtocolError) as e:
-            self._kill()
-            return Outcome(
-                Kind.RUNTIME_ERROR,
-                b"",
-                f"sandbox: run lost ({e})",
-                None,
-                time.monotonic() - started,
-            )
+        for _ in range(2):
+            if self._process is None or self._process.poll() is not None:
+                self._restart()
+            assert self._process is not None and self._process.stdin is not None
+            try:
+                protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
+                reply = self._receive(time.monotonic() + limits.time_s + _REPLY_GRACE_S)
+                if reply is None:
+                    raise protocol.ProtocolError("the zygote ended")
+                return _outcome(reply, limits)
+            except (OSError, protocol.ProtocolError) as e:
+                lost = e
+                self._kill()
+        return Outcome(
+            Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, time.monotonic() - started
+        )
 
     def _restart(self) -> None:
         self._kill()

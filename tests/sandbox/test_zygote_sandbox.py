@@ -62,7 +62,7 @@ def test_binary_output_is_returned_as_bytes(sandbox: ZygoteSandbox) -> None:
 
 def test_a_megabyte_of_stdin_is_fed_while_output_is_read(sandbox: ZygoteSandbox) -> None:
     """Large stdin and stdout flow at once without a deadlock."""
-    data = b"x" * (1 << 20) + b"\n"
+    data = b"x" * (LIMITS.output_bytes - 1) + b"\n"
     outcome = run(sandbox, "import sys; sys.stdout.write(sys.stdin.read())", data)
     assert outcome.kind is Kind.OK and outcome.stdout == data
 
@@ -174,9 +174,11 @@ def test_the_environment_is_empty_but_home_and_tmpdir(sandbox: ZygoteSandbox) ->
 
 def test_each_run_gets_a_fresh_scratch_dir_removed_afterwards(sandbox: ZygoteSandbox) -> None:
     """The cwd holds only the solution, is writable, and is gone by the next run."""
-    first = run(sandbox, "import os; open('f', 'w').write('x'); print(os.getcwd(), os.listdir())")
+    first = run(
+        sandbox, "import os; open('f', 'w').write('x'); print(os.getcwd(), sorted(os.listdir()))"
+    )
     cwd, listing = first.stdout.decode().split(" ", 1)
-    assert listing.strip() == "['solution.py', 'f']"
+    assert listing.strip() == "['f', 'solution.py']"
     second = run(sandbox, f"import os; print(os.getcwd() != {cwd!r}, os.path.exists({cwd!r}))")
     assert second.stdout == b"True False\n"
 
