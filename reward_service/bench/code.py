@@ -43,8 +43,8 @@ class Task:
     """A generated problem: how to draw a test input, the reference answer, a solution.
 
     `solution` is correct source with a `{guard}` slot (indented `indent`),
-    where the wrong, crashing and slow variants misbehave on one test's input,
-    singled out by the condition `trigger(input)`.
+    where the wrong (`wrong_action`, wrong on any input), crashing and slow
+    variants misbehave on one test's input, singled out by `trigger(input)`.
     """
 
     fn_name: str
@@ -102,7 +102,7 @@ TASKS = (
         lambda xs: " ".join(map(str, sorted(xs))),
         _READ + "{guard}print(*sorted(xs))\n",
         "",
-        "print(*xs); raise SystemExit",
+        "print(*sorted(xs), 0); raise SystemExit",
         lambda xs: f"xs == {xs!r}",
     ),
     Task(
@@ -111,7 +111,7 @@ TASKS = (
         lambda args: args[0] + args[1],
         "def add(a, b):\n{guard}    return a + b\n",
         "    ",
-        "return a - b",
+        "return a + b + 1",
         lambda args: f"(a, b) == {tuple(args)!r}",
     ),
     Task(

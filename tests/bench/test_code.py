@@ -1,0 +1,29 @@
+"""The code workload: every kind of solution, both test styles, rewards the service gives."""
+
+from __future__ import annotations
+
+from reward_service.bench.code import KINDS, code_workload
+from reward_service.contracts.slime import sample_from_json
+from reward_service.scorers.code.judge import CodeScorer
+
+
+def test_workload_mixes_every_kind_and_style() -> None:
+    """A workload holds correct, wrong, crashing and slow solutions, stdin and call-based."""
+    items = code_workload(11, 160)
+    styles = {("fn_name" in item["label"]["answer"], item["kind"]) for item in items}
+    assert styles == {(call, kind) for call in (True, False) for kind in KINDS}
+    assert {item["expected"] for item in items if item["kind"] != "correct"} == {0.0}
+
+
+def test_service_scorer_gives_every_item_its_expected_reward() -> None:
+    """The code scorer over the service's sandbox grades each generated answer as it is labelled."""
+    scorer = CodeScorer()
+    try:
+        items = code_workload(12, 48)
+        rewards = []
+        for item in items:
+            sample = sample_from_json(item)
+            rewards.append(scorer.score(None, sample.response, sample.label, sample.options).reward)
+    finally:
+        scorer.close()
+    assert rewards == [item["expected"] for item in items]
