@@ -5,8 +5,9 @@ as in DAPO-Math and GSM8K), or the one `--workload` names, every side
 grades a GRPO-shaped set of answers fresh to it (its own seed: labels unique
 per group, 8 answers per group, ~10% truncated), in one run on this machine:
 
-* plain: the workload's plain grader (math_verify `parse` + `verify`) in as
-  many processes as CPUs, what a peer does in-process;
+* plain: the workload's plain grader (math_verify `parse` + `verify`; for
+  `code`, a fresh subprocess per test, `bench/code.py`) in as many processes
+  as CPUs, what a peer does in-process;
 * /score: the service over HTTP with a SLIME-like client (one aiohttp
   session, 64 connections);
 * /score/batch: the service, chunks of 64 answers, eight chunks in flight.
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from reward_service.bench.code import code_workload, grade_naive, warm_naive
 from reward_service.bench.workload import Workload, grpo_workload, request_body
 from reward_service.cpus import available_cpus
 
@@ -78,6 +80,7 @@ def _integer_answers(seed: int, answers: int) -> list[dict[str, Any]]:
 WORKLOADS: dict[str, Workload] = {
     "mixed": Workload(grpo_workload, _plain_grade, _plain_init),
     "integer": Workload(_integer_answers, _plain_grade, _plain_init),
+    "code": Workload(code_workload, grade_naive, warm_naive),
 }
 """The workloads `bench` runs, in order; a new one is one entry here."""
 
