@@ -2,7 +2,8 @@
 
 Stdlib only (the zygote imports it). A frame is a 4-byte big-endian length
 and that many bytes of UTF-8 JSON holding one object; bytes travel as
-base64 strings. A frame over `MAX_FRAME` is a broken peer.
+base64 strings. A frame over its reader's limit (at most `MAX_FRAME`) is a
+broken peer.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ def decode(body: bytes) -> Message:
     return message
 
 
-def frame_length(header: bytes) -> int:
+def frame_length(header: bytes, limit: int = MAX_FRAME) -> int:
     (length,) = _HEADER.unpack(header)
-    if length > MAX_FRAME:
+    if length > limit:
         raise ProtocolError(f"frame of {length} bytes")
     return int(length)
 

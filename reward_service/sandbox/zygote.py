@@ -59,9 +59,8 @@ _STDERR_WINDOW = 64 * 1024
 _CHUNK = 65536
 _DRAIN_S = 1.0
 _CONFINEMENT_REPORT = b"C"
-_SELF_TEST = (
-    "import os, sys\nfor p in sys.path[1:]:\n    os.path.isdir(p) and os.listdir(p)\nprint('ok')\n"
-)
+_PROBE_IMPORTS = ("colorsys", "datetime", "cmath", "array", "textwrap")
+"""Stdlib modules a probe run imports from disk (those the zygote has not imported)."""
 
 
 @dataclass
@@ -97,6 +96,7 @@ class Zygote:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         if not self.scratch_root:
             self.scratch_root = tempfile.mkdtemp(prefix="reward-sandbox-")
+            os.chmod(self.scratch_root, 0o711)  # the runs' uid enters its own dir, lists none
         self.owns_scratch_root = "mountns" not in self.namespaces
         root = os.geteuid() == 0 and "userns" not in self.namespaces
         self.confinement = Confinement(
@@ -126,9 +126,11 @@ class Zygote:
         turned off too (the run then keeps root's uid without capabilities).
         Returns why the sandbox cannot run anything, or None.
         """
+        paths = [p for p in sys.path if os.path.isdir(p)]
+        imports = "".join(f"import {m}\n" for m in _PROBE_IMPORTS if m not in sys.modules)
         probe = {
             "language": "python",
-            "source": _SELF_TEST,
+            "source": f"import os\nfor p in {paths!r}:\n    os.listdir(p)\n{imports}print('ok')\n",
             "stdin": "",
             "time_s": 10,
             "memory_mb": 512,
@@ -312,20 +314,14 @@ class Zygote:
 
     def _strays(self) -> list[int]:
         """Our children (as a subreaper, orphans come to us) when no PID namespace holds them."""
-        if self.pid_namespace or not os.path.isdir("/proc"):
+        if self.pid_namespace:
             return []
         me = os.getpid()
-        children = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat", "rb") as f:
-                        stat = f.read()
-                except OSError:
-                    continue
-                if int(stat.rsplit(b")", 1)[1].split()[1]) == me:
-                    children.append(int(entry))
-        return children
+        try:
+            with open(f"/proc/{me}/task/{me}/children", "rb") as f:
+                return [int(pid) for pid in f.read().split()]
+        except OSError:
+            return []
 
     def close(self) -> None:
         if self.owns_scratch_root:

@@ -31,6 +31,8 @@ _REPLY_GRACE_S = 10.0
 _RUN_OVERHEAD_S = 0.05
 """Set aside per run when deciding whether the next one fits in the budget."""
 _CLOSE_TIMEOUT_S = 5.0
+_HELLO_BYTES = 64 * 1024
+"""The most a reply holds besides its base64 stdout (the stderr tail, small fields)."""
 _STDERR_CHARS = 2048
 
 
@@ -119,7 +121,7 @@ class ZygoteSandbox:
             start_new_session=True,
         )
         try:
-            hello = self._receive(time.monotonic() + _START_TIMEOUT_S)
+            hello = self._receive(time.monotonic() + _START_TIMEOUT_S, _HELLO_BYTES)
         except protocol.ProtocolError as e:
             hello, reason = None, str(e)
         else:
@@ -147,7 +149,8 @@ class ZygoteSandbox:
             assert self._process is not None and self._process.stdin is not None
             try:
                 protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
-                reply = self._receive(time.monotonic() + limits.time_s + _REPLY_GRACE_S)
+                deadline = time.monotonic() + limits.time_s + _REPLY_GRACE_S
+                reply = self._receive(deadline, _HELLO_BYTES + limits.output_bytes * 4 // 3 + 4)
                 if reply is None:
                     raise protocol.ProtocolError("the zygote ended")
                 return _outcome(reply, limits)
@@ -176,14 +179,14 @@ class ZygoteSandbox:
                 if pipe is not None:
                     pipe.close()
 
-    def _receive(self, deadline: float) -> protocol.Message | None:
-        """The zygote's next message, None if it ends or stays silent past `deadline`."""
+    def _receive(self, deadline: float, limit: int) -> protocol.Message | None:
+        """The zygote's next message of at most `limit` bytes, None if the zygote ends."""
         assert self._process is not None and self._process.stdout is not None
         fd = self._process.stdout.fileno()
         header = _read(fd, protocol.HEADER_SIZE, deadline)
         if header is None:
             return None
-        body = _read(fd, protocol.frame_length(header), deadline)
+        body = _read(fd, protocol.frame_length(header, limit), deadline)
         if body is None:
             raise protocol.ProtocolError("the zygote stopped inside a frame")
         return protocol.decode(body)
