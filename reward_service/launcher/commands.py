@@ -149,15 +149,15 @@ def _submit(args: argparse.Namespace) -> int:
         secret_names=tuple(args.secret_env),
         submission_id=args.submission_id,
     )
-    if args.dry_run:
-        print(spec.describe())
-        return 0
-    if args.ray_serve:
+    if args.ray_serve and not (args.dry_run and args.ray_serve == "deploy"):
         with Dashboard(ray_dashboard(args.address)) as dashboard:
             base = _on_ray(dashboard, args)
         if "SLIME_REWARD_URL" not in env:
             env["SLIME_REWARD_URL"] = score_url(base, env.get("SLIME_REWARD_SCORER"))
             spec = dataclasses.replace(spec, env=env)
+    if args.dry_run:
+        print(spec.describe())
+        return 0
     submit(spec, secrets_from_env(spec.secret_names), address=args.address, wait=args.wait)
     return 0
 
@@ -288,7 +288,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     job.add_argument("--submission-id", help="job id to use (default: Ray picks one)")
     job.add_argument("--wait", action="store_true", help="follow the logs; fail if the job fails")
-    job.add_argument("--dry-run", action="store_true", help="print the job, do not submit")
+    job.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the job, do not submit (--ray-serve check still runs, deploy does not)",
+    )
     _ray_serve_option(job, "--address")
     job.add_argument(
         "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- entrypoint argv"

@@ -47,6 +47,8 @@ class AppStatus:
     deployment_message: str
     replicas: tuple[Replica, ...]
     endpoint: str
+    metrics: tuple[str, ...] = ()
+    """Each running replica's own /metrics (ports from `metrics_port` up, per node)."""
 
     @property
     def running(self) -> bool:
@@ -61,6 +63,7 @@ class AppStatus:
             f"  endpoint: {self.endpoint}/score",
         ]
         lines += [f"  replica {r.replica_id}: {r.state} on {r.node_ip}" for r in self.replicas]
+        lines += [f"  replica metrics: {url}" for url in self.metrics]
         return "\n".join(lines)
 
 
@@ -181,9 +184,12 @@ def endpoint(details: Mapping[str, Any], nodes: list[Node]) -> str:
     if host in _ANY_HOST:
         head = next((node.ip for node in nodes if node.head and node.alive), None)
         host = head or next((node.ip for node in nodes if node.alive), "127.0.0.1")
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{http['port']}"
+    return f"http://{_host(host)}:{http['port']}"
+
+
+def _host(address: str) -> str:
+    """`address` as the host part of a URL (IPv6 in brackets)."""
+    return f"[{address}]" if ":" in address else address
 
 
 def app_status(details: Mapping[str, Any], nodes: list[Node]) -> AppStatus | None:
@@ -202,6 +208,7 @@ def app_status(details: Mapping[str, Any], nodes: list[Node]) -> AppStatus | Non
         )
         for r in deployment.get("replicas") or []
     )
+    user_config = (deployment.get("deployment_config") or {}).get("user_config") or {}
     return AppStatus(
         status=str(app.get("status", "")),
         message=str(app.get("message") or ""),
@@ -209,4 +216,20 @@ def app_status(details: Mapping[str, Any], nodes: list[Node]) -> AppStatus | Non
         deployment_message=str(deployment.get("message") or ""),
         replicas=replicas,
         endpoint=endpoint(details, nodes),
+        metrics=_replica_metrics(replicas, user_config.get("metrics_port")),
+    )
+
+
+def _replica_metrics(replicas: tuple[Replica, ...], base: int | None) -> tuple[str, ...]:
+    """Each running replica's /metrics URL: ports `base`, `base + 1`... on each node."""
+    if not base:
+        return ()
+    per_node: dict[str, int] = {}
+    for replica in replicas:
+        if replica.state == "RUNNING":
+            per_node[replica.node_ip] = per_node.get(replica.node_ip, 0) + 1
+    return tuple(
+        f"http://{_host(ip)}:{base + i}/metrics"
+        for ip, n in sorted(per_node.items())
+        for i in range(n)
     )

@@ -10,7 +10,10 @@ SIGTERM do there, Serve does here:
   failures in a row and Serve replaces the replica;
 - a replica being removed gets no new requests, answers those it accepted
   (up to `graceful_shutdown_timeout_s`, the spec's drain), then the lifespan
-  closes the engine, which lets current gradings finish.
+  closes the engine, which lets current gradings finish;
+- Serve's proxy answers `/metrics` from whichever replica it picks, so each
+  replica also serves its own on the first free port from `metrics_port`
+  (Serve's `user_config`) on its node: n replicas of a node use n ports up.
 
 The engine is sized from the CPUs Ray gave the replica, not the host's count
 (`REWARD_WORKERS` in the replica's environment wins).
@@ -18,9 +21,11 @@ The engine is sized from the CPUs Ray gave the replica, not the host's count
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, cast
 
+import prometheus_client
 import ray
 from fastapi import FastAPI
 from ray import serve
@@ -28,6 +33,11 @@ from ray import serve
 from reward_service.errors import RewardServiceError
 from reward_service.server.app import create_app
 from reward_service.settings import Settings
+
+METRICS_PORTS = 64
+"""Ports tried from `metrics_port` up: more replicas than this on one node get none."""
+
+log = logging.getLogger("reward_service.rayserve")
 
 
 class ReplicaNotReady(RewardServiceError):
@@ -62,6 +72,30 @@ class RewardService:
         app: Any = getattr(self, "app", None)
         if app is None or not app.state.engine.ready:
             raise ReplicaNotReady("grading pool not ready")
+
+    def reconfigure(self, config: dict[str, Any]) -> None:
+        """Serve's `user_config`: with `metrics_port`, serve this replica's /metrics (once)."""
+        base = config.get("metrics_port")
+        app: Any = getattr(self, "app", None)
+        if not base or app is None or getattr(self, "metrics_port", None):
+            return
+        if app.state.settings.metrics_need_token:
+            log.warning("REWARD_METRICS_NEED_TOKEN is set: no open per-replica /metrics port")
+            return
+        self.metrics_port = serve_metrics(app.state.metrics.registry, int(base))
+
+
+def serve_metrics(registry: prometheus_client.CollectorRegistry, base: int) -> int | None:
+    """Expose `registry` on the first free port from `base`; the port, or None if all are taken."""
+    for port in range(base, base + METRICS_PORTS):
+        try:
+            prometheus_client.start_http_server(port, addr="0.0.0.0", registry=registry)
+        except OSError:
+            continue
+        log.info("replica metrics on port %d", port)
+        return port
+    log.warning("no free port in %d-%d for this replica's /metrics", base, base + METRICS_PORTS - 1)
+    return None
 
 
 app = cast(Any, RewardService).bind()

@@ -46,6 +46,8 @@ class ServeSpec:
     port: int = 8000
     node_resource: str = NODE_RESOURCE
     drain_s: float = 30.0
+    metrics_port: int | None = 9500
+    """Each replica serves its own /metrics on the first free port from this, on its node."""
     health_check_period_s: float = 10.0
     health_check_timeout_s: float = 30.0
     env: Mapping[str, str] = field(default_factory=dict)
@@ -88,6 +90,8 @@ class ServeSpec:
             "graceful_shutdown_timeout_s": self.drain_s,
             "ray_actor_options": self.actor_options(secrets),
         }
+        if self.metrics_port:
+            entry["user_config"] = {"metrics_port": self.metrics_port}
         if self.autoscaling:
             entry["autoscaling_config"] = {
                 "min_replicas": self.replicas,
@@ -152,6 +156,12 @@ def spec_options() -> argparse.ArgumentParser:
         default=30.0,
         help="a removed replica answers what it took for this long",
     )
+    group.add_argument(
+        "--metrics-port",
+        type=int,
+        default=9500,
+        help="each replica's own /metrics: first free port from this on its node (0: off)",
+    )
     group.add_argument("--http-host", default="0.0.0.0", help="address Serve's proxies listen on")
     group.add_argument("--http-port", type=int, default=8000, help="port Serve's proxies listen on")
     group.add_argument(
@@ -192,6 +202,7 @@ def spec_from_args(args: argparse.Namespace) -> ServeSpec:
         downscale_delay_s=args.downscale_delay_s,
         look_back_period_s=args.look_back_period_s,
         drain_s=args.drain_s,
+        metrics_port=args.metrics_port or None,
         host=args.http_host,
         port=args.http_port,
         node_resource=args.node_resource,

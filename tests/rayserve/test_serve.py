@@ -8,8 +8,11 @@ killed and redeployed by the tests in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -25,7 +28,7 @@ from reward_service.rayserve.placement import PlacementError
 from reward_service.rayserve.spec import ServeSpec
 from reward_service.rayserve.throughput import slime_rewards
 
-from .local_cluster import LocalCluster, local_cluster
+from .local_cluster import RAY_WORKER_PORTS, LocalCluster, local_cluster, port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -45,13 +48,29 @@ def cluster() -> Iterator[LocalCluster]:
         yield running
 
 
+def _port_pair() -> int:
+    """A free port whose successor is free too, both outside Ray's worker range."""
+    while True:
+        first = port()
+        with contextlib.suppress(OSError), socket.socket() as probe:
+            probe.bind(("127.0.0.1", first + 1))
+            if first + 1 not in RAY_WORKER_PORTS:
+                return first
+
+
 @pytest.fixture(scope="module")
-def deployed(cluster: LocalCluster) -> str:
+def metrics_port() -> int:
+    return _port_pair()
+
+
+@pytest.fixture(scope="module")
+def deployed(cluster: LocalCluster, metrics_port: int) -> str:
     """`reward-service ray deploy`: two replicas of one CPU; the Serve endpoint's /score URL."""
     result = _cli(
         *("ray", "deploy", "--address", cluster.dashboard, "--replicas", "2"),
         *("--cpus-per-replica", "1", "--http-host", "127.0.0.1"),
         *("--http-port", str(cluster.serve_port), "--wait-s", "240"),
+        *("--metrics-port", str(metrics_port)),
     )
     assert result.returncode == 0, result.stdout + result.stderr + cluster.log()
     return f"http://127.0.0.1:{cluster.serve_port}/score"
@@ -118,6 +137,43 @@ def test_status_and_slime_url_resolve_the_serve_endpoint(
     check = _cli("slime", "preflight", "--ray-address", cluster.dashboard, "--wait-s", "30")
     assert check.returncode == 0, check.stderr
     assert "known-correct sample graded 1" in check.stderr
+
+
+def test_each_replica_serves_its_own_metrics(
+    cluster: LocalCluster, deployed: str, metrics_port: int
+) -> None:
+    """`ray status` lists one /metrics per replica; each answers with that replica's own pool."""
+    status = _cli("ray", "status", "--address", cluster.dashboard)
+    listed = [line for line in status.stdout.splitlines() if "replica metrics:" in line]
+    assert [line.rsplit(":", 1)[1] for line in listed] == [
+        f"{metrics_port}/metrics",
+        f"{metrics_port + 1}/metrics",
+    ]
+    for replica_port in (metrics_port, metrics_port + 1):
+        text = httpx.get(f"http://127.0.0.1:{replica_port}/metrics", timeout=10).text
+        assert "reward_workers_alive 1.0" in text and "reward_ready 1.0" in text
+
+
+def test_slime_submit_and_launch_check_the_service_on_ray(
+    cluster: LocalCluster, deployed: str, tmp_path: Any
+) -> None:
+    """`--ray-serve check`: submit gives the job the Serve URL; launch execs train with it."""
+    job = _cli(
+        *("slime", "submit", "--address", cluster.dashboard, "--ray-serve", "check"),
+        *("--env", "SLIME_REWARD_SCORER=math_verify", "--dry-run", "--", "bash", "run.sh"),
+    )
+    assert job.returncode == 0, job.stderr
+    env = json.loads(job.stdout)["runtime_env"]["env_vars"]
+    assert env["SLIME_REWARD_URL"] == f"{deployed}/math_verify"
+    record = tmp_path / "argv.json"
+    train = f"import json, sys; json.dump(sys.argv[1:], open({str(record)!r}, 'w'))"
+    launch = _cli(
+        *("slime", "launch", "--ray-address", cluster.dashboard, "--ray-serve", "check"),
+        *("--wait-s", "30", "--", sys.executable, "-c", train, "--lr", "1e-6"),
+    )
+    assert launch.returncode == 0, launch.stderr
+    argv = json.loads(record.read_text())
+    assert argv == ["--lr", "1e-6", "--rm-type", "remote_rm", "--rm-url", deployed]
 
 
 def test_serve_against_direct_throughput_prints_a_ratio(

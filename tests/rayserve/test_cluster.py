@@ -1,0 +1,57 @@
+"""Reading Serve's details: our application's status, its endpoint and replica metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reward_service.rayserve.cluster import app_status, endpoint
+from reward_service.rayserve.placement import Node
+
+HEAD = Node("h", "10.0.0.1", True, True, {"CPU": 8, "GPU": 8})
+CPU = Node("c", "10.0.0.2", True, False, {"CPU": 8, "reward_cpu": 8})
+
+
+def _details(host: str = "0.0.0.0", states: tuple[str, ...] = ("RUNNING",)) -> dict[str, Any]:
+    replicas = [
+        {"replica_id": f"r{i}", "state": state, "node_id": "c", "node_ip": "10.0.0.2"}
+        for i, state in enumerate(states)
+    ]
+    deployment = {
+        "status": "HEALTHY",
+        "message": "",
+        "deployment_config": {"user_config": {"metrics_port": 9500}},
+        "replicas": replicas,
+    }
+    return {
+        "http_options": {"host": host, "port": 8000},
+        "applications": {
+            "reward-service": {"status": "RUNNING", "deployments": {"RewardService": deployment}}
+        },
+    }
+
+
+def test_endpoint_is_the_bound_host_else_the_head_node() -> None:
+    """Proxies bound to all addresses are reached at the head's IP; a bound host as is."""
+    assert endpoint(_details(), [CPU, HEAD]) == "http://10.0.0.1:8000"
+    assert endpoint(_details("127.0.0.1"), [CPU, HEAD]) == "http://127.0.0.1:8000"
+    assert endpoint(_details("fd00::1"), [HEAD]) == "http://[fd00::1]:8000"
+
+
+def test_status_reads_replicas_and_lists_their_metrics_per_node() -> None:
+    """Running replicas of one node get metrics ports 9500, 9501; a starting one none yet."""
+    status = app_status(_details(states=("RUNNING", "RUNNING", "STARTING")), [HEAD, CPU])
+    assert status is not None and status.running
+    assert [r.state for r in status.replicas] == ["RUNNING", "RUNNING", "STARTING"]
+    assert status.metrics == ("http://10.0.0.2:9500/metrics", "http://10.0.0.2:9501/metrics")
+    assert "endpoint: http://10.0.0.1:8000/score" in status.describe()
+
+
+def test_an_absent_or_unhealthy_application_is_not_running() -> None:
+    """No application is None; an application whose deployment is unhealthy is not running."""
+    assert app_status({"applications": {}}, [HEAD]) is None
+    details = _details()
+    details["applications"]["reward-service"]["deployments"]["RewardService"]["status"] = (
+        "UNHEALTHY"
+    )
+    status = app_status(details, [HEAD])
+    assert status is not None and not status.running
