@@ -33,7 +33,7 @@ from reward_service.scorers.code.judge import CodeScorer
 
 TESTS_PER_TASK = 10
 GROUP_SIZE = 8
-TIME_LIMIT_S = 0.5
+TIME_LIMIT_S = 1.0
 """Per test, in every label: a slow solution costs this much CPU on both sides."""
 _STDERR_TAIL = 1024
 

@@ -41,6 +41,8 @@ STDERR_CHARS = 300
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 _BUDGET = "the answer's time budget ran out before this test"
+_ASSERT_KINDS = frozenset({"wrong_output", "runtime_error", "memory_limit"})
+"""The failure kinds an assert driver reports (anything else it writes is `wrong_output`)."""
 
 
 def default_sandbox(limits: GradingLimits) -> Sandbox:
@@ -286,9 +288,12 @@ class CodeScorer(Scorer):
         ]
         ran = [v for v in values if isinstance(v, list) and len(v) == 2][:tests]
         failures = [
-            Failure(i, str(kind), str(text)) for i, (kind, text) in enumerate(ran) if kind != "ok"
+            Failure(i, kind if kind in _ASSERT_KINDS else "wrong_output", str(text))
+            for i, (kind, text) in enumerate(ran)
+            if kind != "ok"
         ]
-        if values[-1:] != [DONE] and not (stop and failures):
+        complete = values[-1:] == [DONE] and len(ran) == tests
+        if not complete and not (stop and failures):
             # the program ended (or was ended) before its tests did
             kind = outcome.kind if outcome.kind is not Kind.OK else Kind.RUNTIME_ERROR
             text = outcome.stderr or "the program exited before its tests ended"

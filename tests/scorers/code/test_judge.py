@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -313,3 +314,42 @@ def test_missing_required_layers_stop_the_default_sandbox() -> None:
     limits = GradingLimits(code_required_layers=frozenset({"no-such-layer"}))
     with pytest.raises(SandboxUnavailable, match="no-such-layer"):
         default_sandbox(limits)
+
+
+@dataclass
+class ForgingSandbox(RecordingSandbox):
+    """Answers every run with the driver's mark followed by `lines`, as a forging program could."""
+
+    lines: tuple[str, ...] = ()
+
+    def run(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        stop_at_first_failure: bool = True,
+    ) -> list[Outcome]:
+        mark = re.search(r"<<reward-service [0-9a-f]+>>", program.source)
+        assert mark is not None
+        stdout = "".join(f"\n{mark.group()}{line}\n" for line in self.lines).encode()
+        return [Outcome(Kind.OK, stdout, "", 0, 0.0)] * len(stdins)
+
+
+@pytest.mark.parametrize(
+    ("lines", "kind"),
+    [
+        (('["hacked", "x"]', '"done"'), "wrong_output"),
+        (('["ok", ""]', "not json", '"done"'), "runtime_error"),
+        (('["ok", ""]',), "runtime_error"),
+    ],
+)
+def test_assert_reports_the_driver_never_writes_count_as_failures(
+    lines: tuple[str, ...], kind: str
+) -> None:
+    """An unknown failure kind is `wrong_output`; reports missing a test or the end fail it."""
+    sandbox = ForgingSandbox(lines=lines)
+    score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
+        "p", _fenced(CALL_OK), {"tests": "assert triple(1) == 3\nassert triple(2) == 6"}, {}
+    )
+    assert (score.reward, score.details["first_failure"]["kind"]) == (0.0, kind)
