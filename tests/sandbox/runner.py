@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
-from tests.sandbox import procs
+from tests.sandbox import platforms, procs
 from tests.sandbox.hostile_programs import (
     ACHIEVED,
     HEALTH,
@@ -324,13 +324,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--results", type=Path, required=True)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
+    platforms.install(args.profile)
     from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
 
     sandbox = ZygoteSandbox(scratch_mb=SCRATCH_MB)
     harness = Harness(sandbox, args.results)
     try:
-        harness.emit("layers", layers=list(sandbox.layers))
+        harness.emit("layers", layers=list(sandbox.layers), profile=args.profile)
         outcome = harness.run_one(SANDBOX_PROBE, b"", Limits(5.0, 128, 64 * 1024))
         if isinstance(outcome, str) or outcome.kind is not Kind.OK:
             harness.emit("sandbox_probe", ok=False, outcome=str(outcome))

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +21,10 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox import confine
-from tests.sandbox.hostile_programs import PROGRAMS
+from tests.sandbox import confine, platforms
+from tests.sandbox.hostile_programs import BY_NAME, PROGRAMS, Target
+from tests.sandbox.platforms import PROFILES
+from tests.sandbox.runner import Listeners
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
@@ -44,9 +47,10 @@ class Attack:
         return {event["name"]: event for event in self.inner.get("program", [])}
 
 
-def _confined_run(tmp: Path, attempt: int, only: list[str] | None) -> Attack:
+def _confined_run(tmp: Path, profile: str, attempt: int, only: list[str] | None) -> Attack:
     report, results = tmp / f"confine-{attempt}.jsonl", tmp / f"results-{attempt}.jsonl"
     inner = [sys.executable, "-m", "tests.sandbox.runner", "--results", str(results)]
+    inner = platforms.command(profile, [*inner, "--profile", profile])
     if only is not None:
         inner += ["--only", *only]
     env = {**os.environ, **confine.canaries()}
@@ -62,14 +66,19 @@ def _confined_run(tmp: Path, attempt: int, only: list[str] | None) -> Attack:
     return Attack(confine.read_report(report), confine.read_report(results), logs)
 
 
-@pytest.fixture(scope="module")
-def attacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Attack]]:
-    """Every confined run: the first runs all programs, later ones what an earlier run left."""
-    tmp = tmp_path_factory.mktemp("hostile")
+@pytest.fixture(scope="module", params=list(PROFILES))
+def attacks(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[Attack]]:
+    """A profile's confined runs: the first runs all programs, later ones what one left."""
+    profile: str = request.param
+    if profile != "full" and not platforms.supported():
+        pytest.skip(f"profile {profile} needs an x86_64 seccomp filter")
+    tmp = tmp_path_factory.mktemp(f"hostile-{profile}")
     runs: list[Attack] = []
     left = [program.name for program in PROGRAMS]
     for attempt in range(ATTEMPTS):
-        attack = _confined_run(tmp, attempt, None if attempt == 0 else left)
+        attack = _confined_run(tmp, profile, attempt, None if attempt == 0 else left)
         runs.append(attack)
         if not attack.outer.get("probe", [{}])[0].get("ok") or "layers" not in attack.inner:
             break
@@ -88,10 +97,18 @@ def test_outer_namespace_is_proven_before_anything_runs(attacks: list[Attack]) -
 
 
 def test_sandbox_reports_its_layers(attacks: list[Attack]) -> None:
-    """The sandbox starts and names the layers confining every run."""
+    """The sandbox starts with every layer the profile leaves it, and names them."""
     attack = attacks[0]
-    layers = attack.inner.get("layers", [{}])[0].get("layers")
+    started = attack.inner.get("layers", [{}])[0]
+    layers, profile = started.get("layers"), started.get("profile")
     assert layers, f"no layers reported\n{attack.logs}"
+    taken = set(PROFILES[profile])
+    expected = {"process", "rlimits", "seccomp", "landlock", "namespaces"} - taken
+    if not taken:
+        expected.add("uid")
+    assert expected <= set(layers), layers
+    if "namespaces" in PROFILES[profile]:
+        assert not {"netns", "mountns", "pidns"} & set(layers), layers
 
 
 def test_a_sandboxed_run_signals_nothing_outside(attacks: list[Attack]) -> None:
@@ -126,3 +143,41 @@ def test_nothing_of_the_sandbox_outlives_close(attacks: list[Attack]) -> None:
             assert not closed["processes"], closed
         for leftovers in attack.outer.get("leftovers", []):
             assert not leftovers["processes"], leftovers
+
+
+CONTROLS = ("connect_loopback_listener", "connect_ipv6_loopback", "udp_send_loopback")
+CONTROLS += ("unix_abstract_socket", "print_environ")
+
+
+def test_the_attacks_work_where_no_sandbox_stops_them(tmp_path: Path) -> None:
+    """Without the sandbox (still confined) the network attacks reach the listeners and the
+    environment's canary prints: the harness can see a hole when there is one."""
+    listeners = Listeners()
+    try:
+        target = Target(
+            "hostile-control",
+            listeners.service,
+            listeners.tcp,
+            listeners.tcp6,
+            listeners.udp,
+            listeners.unix_name,
+            str(REPO),
+            str(Path.home()),
+            str(tmp_path),
+        )
+        env = {**os.environ, **confine.canaries()}
+        printed = ""
+        for name in CONTROLS:
+            source = BY_NAME[name].source(target)
+            command = confine.command(
+                tmp_path / f"{name}.jsonl", [sys.executable, "-c", source], 30
+            )
+            printed += subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=60
+            ).stdout
+        time.sleep(0.2)
+    finally:
+        listeners.close()
+    reached = {name for name, hits in listeners.hits.items() if hits}
+    assert reached == {"tcp", "tcp6", "udp", "unix"}, listeners.hits
+    assert env["HOSTILE_ENV_CANARY"] in printed

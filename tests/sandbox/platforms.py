@@ -1,0 +1,98 @@
+"""Platforms that take layers away from the sandbox, to test the layers left on their own.
+
+The runner puts a profile on itself before it starts the sandbox, so the
+zygote inherits it: a seccomp filter makes namespace creation fail with
+EPERM (as a pod's `RuntimeDefault` profile does) and, for an older kernel,
+landlock's calls fail with ENOSYS; without `root` the service runs as the
+manifests run it, an unprivileged uid that its runs share. The same hostile programs
+must still achieve nothing. x86_64 only: elsewhere only `full` runs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import platform
+import shutil
+import struct
+
+PROFILES: dict[str, tuple[str, ...]] = {
+    "full": (),
+    "root-pod": ("namespaces",),
+    "nonroot-pod": ("namespaces", "root"),
+    "nonroot-old-kernel": ("namespaces", "root", "landlock"),
+}
+"""Profile name -> what the platform takes away (`nonroot-pod` is the Kubernetes manifests')."""
+
+_X86_64 = 0xC000003E
+_NR = {"clone": 56, "unshare": 272, "setns": 308, "clone3": 435}
+_LANDLOCK = (444, 445, 446)
+_CLONE_NEW = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000
+_CLONE_NEW |= 0x10000000 | 0x20000000 | 0x40000000
+_ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
+_LD, _JEQ, _AND, _RET = 0x20, 0x15, 0x54, 0x06
+_PR_SET_NO_NEW_PRIVS, _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def supported() -> bool:
+    return platform.machine() == "x86_64"
+
+
+def _filter(take: set[str]) -> list[tuple[int, int, int, int]]:
+    """(code, jt, jf, k) classic-BPF instructions: deny `take`'s calls, allow the rest."""
+    eperm, enosys = _ERRNO | errno.EPERM, _ERRNO | errno.ENOSYS
+    denied = [(_NR["unshare"], eperm), (_NR["setns"], eperm), (_NR["clone3"], enosys)]
+    if "landlock" in take:
+        denied += [(nr, enosys) for nr in _LANDLOCK]
+    body: list[tuple[int, int, int, int]] = [(_LD, 0, 0, 4)]
+    tail = len(denied) * 2 + 6  # from after the arch check to the final ALLOW
+    body.append((_JEQ, 0, tail, _X86_64))
+    body.append((_LD, 0, 0, 0))
+    for nr, action in denied:
+        body.append((_JEQ, 0, 1, nr))
+        body.append((_RET, 0, 0, action))
+    body.append((_JEQ, 0, 4, _NR["clone"]))
+    body.append((_LD, 0, 0, 16))
+    body.append((_AND, 0, 0, _CLONE_NEW))
+    body.append((_JEQ, 1, 0, 0))
+    body.append((_RET, 0, 0, eperm))
+    body.append((_RET, 0, 0, _ALLOW))
+    assert len(body) == tail + 3
+    return body
+
+
+def _prctl(libc: ctypes.CDLL, option: int, arg: object, what: str) -> None:
+    if libc.prctl(option, arg, None, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), what)
+
+
+def command(profile: str, inner: list[str]) -> list[str]:
+    """`inner` as the profile's service runs it: as uid 10001 in a user namespace if unprivileged.
+
+    Inside, the uid is 10001 with no capabilities, as in the manifests;
+    outside it maps to this (root) user, so the interpreter stays readable.
+    """
+    if "root" not in PROFILES[profile]:
+        return inner
+    unshare = shutil.which("unshare") or "unshare"
+    return [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *inner]
+
+
+def install(profile: str) -> None:
+    """Take away what `profile` names from this process and everything it starts."""
+    take = set(PROFILES[profile]) - {"root"}
+    if not take:
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p]
+    libc.prctl.argtypes += [ctypes.c_ulong, ctypes.c_ulong]
+    code = b"".join(struct.pack("HBBI", *insn) for insn in _filter(take))
+    buffer = ctypes.create_string_buffer(code)
+    program = _Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
