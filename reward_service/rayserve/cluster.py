@@ -177,13 +177,25 @@ def _http_options(details: Mapping[str, Any]) -> dict[str, Any]:
     return {"host": http.get("host", "0.0.0.0"), "port": http.get("port", 8000)}
 
 
-def endpoint(details: Mapping[str, Any], nodes: list[Node]) -> str:
-    """`http://<host>:<port>` of Serve's proxy: its bound host, else the head node's address."""
+def endpoint(details: Mapping[str, Any], nodes: list[Node], replicas: tuple[Replica, ...]) -> str:
+    """`http://<host>:<port>` of a Serve proxy: its bound host, else a node's address.
+
+    Each request costs the proxy about as much CPU as grading it, so the node
+    is one that holds a replica (a CPU node) when there is one, not the head,
+    which is often a GPU node; any proxy routes to every replica.
+    """
     http = _http_options(details)
     host = str(http["host"])
     if host in _ANY_HOST:
-        head = next((node.ip for node in nodes if node.head and node.alive), None)
-        host = head or next((node.ip for node in nodes if node.alive), "127.0.0.1")
+        proxies = {
+            str(proxy.get("node_ip"))
+            for proxy in (details.get("proxies") or {}).values()
+            if proxy.get("status") == "HEALTHY"
+        }
+        serving = [r.node_ip for r in replicas if r.state == "RUNNING" and r.node_ip in proxies]
+        head = [node.ip for node in nodes if node.head and node.alive]
+        alive = [node.ip for node in nodes if node.alive]
+        host = next(iter(serving + head + alive), "127.0.0.1")
     return f"http://{_host(host)}:{http['port']}"
 
 
@@ -215,7 +227,7 @@ def app_status(details: Mapping[str, Any], nodes: list[Node]) -> AppStatus | Non
         deployment_status=str(deployment.get("status", "")),
         deployment_message=str(deployment.get("message") or ""),
         replicas=replicas,
-        endpoint=endpoint(details, nodes),
+        endpoint=endpoint(details, nodes, replicas),
         metrics=_replica_metrics(replicas, user_config.get("metrics_port")),
     )
 

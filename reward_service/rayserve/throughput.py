@@ -14,10 +14,13 @@ retried after SLIME's backoff (scaled by `backoff_scale`, for tests).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from reward_service.bench.workload import grpo_workload, request_body
@@ -77,15 +80,62 @@ async def slime_rewards(
     return Rewards(list(rewards), retries, time.perf_counter() - started)
 
 
+_ROLES = {"ray::ProxyActor": "proxy", "ray::ServeReplica": "replicas"}
+
+
+def _processes() -> dict[int, tuple[int, str, float]]:
+    """Every process here: pid -> (parent pid, command line start, CPU seconds so far)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()[:64].decode(errors="replace")
+            cpu = (int(fields[11]) + int(fields[12])) / tick
+            found[int(stat.parent.name)] = (int(fields[1]), command, cpu)
+    return found
+
+
+def cpu_by_role(direct_pid: int) -> dict[str, float]:
+    """CPU seconds so far of Serve's proxies, its replicas and the direct server (with children)."""
+    processes = _processes()
+    roots = {
+        pid: role
+        for pid, (_, cmd, _) in processes.items()
+        for p, role in _ROLES.items()
+        if cmd.startswith(p)
+    }
+    roots[direct_pid] = "direct"
+    totals = dict.fromkeys(["proxy", "replicas", "direct"], 0.0)
+    for pid, (_, _, cpu) in processes.items():
+        ancestor, seen = pid, 0
+        while ancestor not in roots and ancestor in processes and seen < 64:
+            ancestor, seen = processes[ancestor][0], seen + 1
+        if ancestor in roots:
+            totals[roots[ancestor]] += cpu
+    return totals
+
+
 def _items(seed: int, answers: int) -> list[dict[str, Any]]:
     return grpo_workload(seed=seed, answers=answers)
 
 
-def _run(url: str, items: list[dict[str, Any]]) -> tuple[float, int]:
-    """Answers per second, and how many rewards differ from the known ones."""
+@dataclass(frozen=True)
+class _Measured:
+    rate: float
+    wrong: int
+    cpu_ms: dict[str, float]
+    """CPU milliseconds per answer, by role."""
+
+
+def _run(url: str, items: list[dict[str, Any]], direct_pid: int) -> _Measured:
+    """Answers per second, rewards that differ from the known ones, CPU per answer by role."""
+    before = cpu_by_role(direct_pid)
     result = asyncio.run(slime_rewards(url, [request_body(item) for item in items]))
+    after = cpu_by_role(direct_pid)
     wrong = sum(r != item["expected"] for r, item in zip(result.rewards, items, strict=True))
-    return len(items) / result.elapsed_s, wrong
+    cpu_ms = {role: 1000 * (after[role] - before[role]) / len(items) for role in after}
+    return _Measured(len(items) / result.elapsed_s, wrong, cpu_ms)
 
 
 def _replica_workers(dashboard: Dashboard) -> tuple[str, int, int]:
@@ -115,17 +165,24 @@ def compare(address: str, *, answers: int, seed: int, rounds: int) -> list[float
     ratios = []
     with live_server(workers=workers) as server:
         direct_url = f"{server.url}/score"
+        pid = server.process.pid
         for url in (direct_url, serve_url):
-            _run(url, _items(seed - 1, min(answers, 256)))
+            _run(url, _items(seed - 1, min(answers, 256)), pid)
         for r in range(rounds):
-            order = [("direct", direct_url), ("serve", serve_url)]
+            order = [
+                ("direct", direct_url, ("direct",)),
+                ("serve", serve_url, ("proxy", "replicas")),
+            ]
             measured: dict[str, float] = {}
             items = _items(seed + r, answers)
-            for name, url in order if r % 2 == 0 else order[::-1]:
-                rate, wrong = _run(url, items)
-                measured[name] = rate
+            for name, url, roles in order if r % 2 == 0 else order[::-1]:
+                run = _run(url, items, pid)
+                measured[name] = run.rate
+                cpu = ", ".join(f"{role} {run.cpu_ms[role]:.2f}" for role in roles)
                 print(
-                    f"  round {r + 1} {name:<6} {rate:8.1f} answers/s  wrong: {wrong}", flush=True
+                    f"  round {r + 1} {name:<6} {run.rate:8.1f} answers/s  wrong: {run.wrong}"
+                    f"  cpu ms per answer: {cpu}",
+                    flush=True,
                 )
             ratios.append(measured["serve"] / measured["direct"])
             print(f"  round {r + 1} serve/direct: x{ratios[-1]:.2f}", flush=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reward_service.rayserve.cluster import app_status, endpoint
+from reward_service.rayserve.cluster import Replica, app_status, endpoint
 from reward_service.rayserve.placement import Node
 
 HEAD = Node("h", "10.0.0.1", True, True, {"CPU": 8, "GPU": 8})
@@ -12,6 +12,10 @@ CPU = Node("c", "10.0.0.2", True, False, {"CPU": 8, "reward_cpu": 8})
 
 
 def _details(host: str = "0.0.0.0", states: tuple[str, ...] = ("RUNNING",)) -> dict[str, Any]:
+    proxies = {
+        node: {"node_id": node, "node_ip": ip, "status": "HEALTHY"}
+        for node, ip in (("h", "10.0.0.1"), ("c", "10.0.0.2"))
+    }
     replicas = [
         {"replica_id": f"r{i}", "state": state, "node_id": "c", "node_ip": "10.0.0.2"}
         for i, state in enumerate(states)
@@ -24,17 +28,20 @@ def _details(host: str = "0.0.0.0", states: tuple[str, ...] = ("RUNNING",)) -> d
     }
     return {
         "http_options": {"host": host, "port": 8000},
+        "proxies": proxies,
         "applications": {
             "reward-service": {"status": "RUNNING", "deployments": {"RewardService": deployment}}
         },
     }
 
 
-def test_endpoint_is_the_bound_host_else_the_head_node() -> None:
-    """Proxies bound to all addresses are reached at the head's IP; a bound host as is."""
-    assert endpoint(_details(), [CPU, HEAD]) == "http://10.0.0.1:8000"
-    assert endpoint(_details("127.0.0.1"), [CPU, HEAD]) == "http://127.0.0.1:8000"
-    assert endpoint(_details("fd00::1"), [HEAD]) == "http://[fd00::1]:8000"
+def test_endpoint_is_a_cpu_nodes_proxy_else_the_head() -> None:
+    """Unbound proxies: the one on a node running a replica, else the head; a bound host as is."""
+    on_cpu = (Replica("r", "RUNNING", "10.0.0.2", "c"),)
+    assert endpoint(_details(), [HEAD, CPU], on_cpu) == "http://10.0.0.2:8000"
+    assert endpoint(_details(), [CPU, HEAD], ()) == "http://10.0.0.1:8000"
+    assert endpoint(_details("127.0.0.1"), [CPU, HEAD], on_cpu) == "http://127.0.0.1:8000"
+    assert endpoint(_details("fd00::1"), [HEAD], ()) == "http://[fd00::1]:8000"
 
 
 def test_status_reads_replicas_and_lists_their_metrics_per_node() -> None:
@@ -43,7 +50,7 @@ def test_status_reads_replicas_and_lists_their_metrics_per_node() -> None:
     assert status is not None and status.running
     assert [r.state for r in status.replicas] == ["RUNNING", "RUNNING", "STARTING"]
     assert status.metrics == ("http://10.0.0.2:9500/metrics", "http://10.0.0.2:9501/metrics")
-    assert "endpoint: http://10.0.0.1:8000/score" in status.describe()
+    assert "endpoint: http://10.0.0.2:8000/score" in status.describe()
 
 
 def test_an_absent_or_unhealthy_application_is_not_running() -> None:
