@@ -31,6 +31,7 @@ from reward_service.errors import InvalidSetting, Overloaded
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
+from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
 from reward_service.scorers.base import JSON, NO_OPTIONS, ScoringInput
 from reward_service.settings import Settings
@@ -129,6 +130,7 @@ class ScoringEngine:
             # running tests before the engine would kill its worker
             budget = max(1.0, self.deadline_for(CODE_SCORER) - _CODE_MARGIN_S)
             self.limits = replace(self.limits, code_budget_s=budget)
+        self.sandbox_layers = self._check_sandbox()
         self._check_scorer_options()
         self._pool: WorkerPool | None = None
         self._draining = False
@@ -180,6 +182,19 @@ class ScoringEngine:
         """The hard deadline of one grading with scorer `name`: settings, else the scorer's own."""
         own = self.registry.scorer_class(name).deadline_s if name in self.registry else None
         return self.settings.deadline_for(name, own)
+
+    def _check_sandbox(self) -> tuple[str, ...]:
+        """The code sandbox's active layers, learnt once here; () without a code scorer.
+
+        Raises `SandboxUnavailable` when a layer of `code_required_layers` is
+        not active, so start-up fails before any traffic.
+        """
+        if CODE_SCORER not in self.registry:
+            return ()
+        with ZygoteSandbox(self.limits.code_scratch_mb, self.limits.code_required_layers) as box:
+            layers = tuple(box.layers)
+        log.info("code sandbox layers: %s", ", ".join(layers), extra={"sandbox_layers": layers})
+        return layers
 
     def drain(self) -> None:
         """Stop reporting ready; work already accepted still completes."""

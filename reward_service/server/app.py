@@ -345,6 +345,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/scorers", summary="The scorers this service knows")
     async def scorers() -> Response:
-        return _json({"default": settings.default_scorer, "scorers": engine.registry.names()})
+        listing: dict[str, JSON] = {
+            "default": settings.default_scorer,
+            "scorers": engine.registry.names(),
+        }
+        if engine.sandbox_layers:
+            listing["sandbox"] = {"layers": list(engine.sandbox_layers)}
+        return _json(listing)
 
     return app

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from reward_service.errors import InvalidSetting, Overloaded
+from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
 from reward_service.grading.engine import ScoringEngine
 from reward_service.grading.sample import Sample
 from reward_service.settings import Settings
@@ -103,7 +103,17 @@ def test_options_reach_the_worker_label_first() -> None:
 def test_the_code_scorers_budget_ends_before_its_hard_deadline() -> None:
     """Workers get a code budget one second inside the code scorer's deadline, as set."""
     engine = _engine(scorer_deadlines={"code": 12})
-    if "code" not in engine.registry:
-        pytest.skip("no code scorer registered yet")
     assert engine.deadline_for("code") == 12
     assert engine.limits.code_budget_s == 11
+
+
+def test_the_engine_learns_the_sandbox_layers_once_at_start_up() -> None:
+    """With the code scorer registered, the engine knows its sandbox's layers before serving."""
+    layers = _engine().sandbox_layers
+    assert {"process", "rlimits"} <= set(layers), layers
+
+
+def test_a_required_sandbox_layer_that_cannot_be_had_stops_start_up() -> None:
+    """A `code_required_layers` entry the sandbox cannot provide raises SandboxUnavailable."""
+    with pytest.raises(SandboxUnavailable, match="nonesuch"):
+        _engine(code_required_layers=frozenset({"nonesuch"}))

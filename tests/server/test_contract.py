@@ -233,3 +233,11 @@ def test_health_endpoints(server: LiveServer) -> None:
     for path in ("/readyz", "/health"):
         response = httpx.get(f"{server.url}{path}")
         assert (response.status_code, response.json()) == (200, {"status": "ready", "workers": 2})
+
+
+def test_scorers_lists_every_scorer_and_the_sandbox_layers(server: LiveServer) -> None:
+    """GET /scorers names the default, every scorer (code included) and the sandbox layers."""
+    listing = httpx.get(f"{server.url}/scorers", timeout=10).json()
+    assert listing["default"] == "math_verify"
+    assert {"math_verify", "code", "boxed_code", "fake"} <= set(listing["scorers"])
+    assert {"process", "rlimits"} <= set(listing["sandbox"]["layers"])
