@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from reward_service.errors import InvalidSetting, Overloaded
+from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
@@ -186,13 +186,22 @@ class ScoringEngine:
     def _check_sandbox(self) -> tuple[str, ...]:
         """The code sandbox's active layers, learnt once here; () without a code scorer.
 
-        Raises `SandboxUnavailable` when a layer of `code_required_layers` is
-        not active, so start-up fails before any traffic.
+        Raises `SandboxUnavailable` when `code_required_layers` are set and not
+        all active, so start-up fails before any traffic. With none required, a
+        sandbox that cannot start is logged and leaves the other scorers serving;
+        the code scorer then grades every answer `error`.
         """
         if CODE_SCORER not in self.registry:
             return ()
-        with ZygoteSandbox(self.limits.code_scratch_mb, self.limits.code_required_layers) as box:
-            layers = tuple(box.layers)
+        required = self.limits.code_required_layers
+        try:
+            with ZygoteSandbox(self.limits.code_scratch_mb, required) as box:
+                layers = tuple(box.layers)
+        except SandboxUnavailable as exc:
+            if required:
+                raise
+            log.error("code sandbox unavailable; code answers grade as errors: %s", exc)
+            return ()
         log.info("code sandbox layers: %s", ", ".join(layers), extra={"sandbox_layers": layers})
         return layers
 

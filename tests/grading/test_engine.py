@@ -117,3 +117,17 @@ def test_a_required_sandbox_layer_that_cannot_be_had_stops_start_up() -> None:
     """A `code_required_layers` entry the sandbox cannot provide raises SandboxUnavailable."""
     with pytest.raises(SandboxUnavailable, match="nonesuch"):
         _engine(code_required_layers=frozenset({"nonesuch"}))
+
+
+def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no layer required, a broken sandbox is logged and the engine builds without layers."""
+
+    def broken(*args: object) -> None:
+        raise SandboxUnavailable("zygote did not start")
+
+    monkeypatch.setattr("reward_service.grading.engine.ZygoteSandbox", broken)
+    assert _engine().sandbox_layers == ()
+    with pytest.raises(SandboxUnavailable):
+        _engine(code_required_layers=frozenset({"seccomp"}))
