@@ -5,9 +5,10 @@ LiveCodeBench's test list). A label object routed with `{"scorer": "code",
 ...}` may carry its tests beside `scorer` instead of under `answer`: then
 they arrive as options, and are read from there. The formats:
 
-* standard input/output: `{"inputs": [...], "outputs": [...]}` (APPS, TACO,
-  CodeContests; also under `input_output`, itself an object or a JSON
-  string, as APPS stores it);
+* standard input/output: `{"inputs": [...], "outputs": [...]}` (APPS, TACO;
+  also under `input_output`, itself an object or a JSON string, as APPS
+  stores it), or CodeContests' `{"input": [...], "output": [...]}`, alone
+  or as `public_tests`, `private_tests`, `generated_tests` (all of them run);
 * call-based: the same with `fn_name`; each input is the list of arguments,
   each output the expected return value;
 * LiveCodeBench: a list of `{"input", "output", "testtype"}` (under
@@ -34,6 +35,8 @@ Style = Literal["stdin", "call", "assert"]
 MAX_TESTS = 1_000
 """Tests one label may hold; past it the label is unreadable."""
 _LCB_KEYS = ("tests", "test_cases", "public_test_cases", "private_test_cases")
+_CONTESTS_KEYS = ("public_tests", "private_tests", "generated_tests")
+"""CodeContests' test sets, each `{"input": [...], "output": [...]}`."""
 
 
 class LabelError(ValueError):
@@ -80,6 +83,13 @@ def _args(value: JSON, what: str) -> str:
     if not isinstance(value, list):
         raise LabelError(f"{what} is not a list of arguments")
     return json.dumps(value)
+
+
+def _listed(tests: Mapping[str, JSON], key: str) -> list[JSON]:
+    value = tests.get(key, [])
+    if not isinstance(value, list):
+        raise LabelError(f"{key} of a CodeContests test set is not a list")
+    return value
 
 
 def _count(n: int) -> None:
@@ -224,6 +234,11 @@ def _suite(spec: JSON, options: Mapping[str, JSON]) -> Suite:
         spec = {**spec, **nested}
     if "inputs" in spec or "outputs" in spec:
         return _io_suite(spec)
+    contests = [spec[key] for key in _CONTESTS_KEYS if isinstance(spec.get(key), dict)]
+    if contests or isinstance(spec.get("input"), list):
+        inputs = [i for tests in contests or [spec] for i in _listed(tests, "input")]
+        outputs = [o for tests in contests or [spec] for o in _listed(tests, "output")]
+        return _io_suite({**spec, "inputs": inputs, "outputs": outputs})
     listed = [case for key in _LCB_KEYS for case in _test_list(spec, key)]
     if listed:
         return _listed_suite(listed, spec)

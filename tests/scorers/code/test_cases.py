@@ -25,6 +25,16 @@ SUITES: list[tuple[JSON, dict[str, Any], Suite]] = [
         Suite("call", ("[1, 2]",), ([3],), "add"),
     ),
     (LCB_STDIN, {}, Suite("stdin", ("1\n",), ("2\n",))),
+    ({"input": ["1\n"], "output": ["2\n"]}, {}, Suite("stdin", ("1\n",), ("2\n",))),
+    (
+        {
+            "public_tests": {"input": ["1\n"], "output": ["2\n"]},
+            "private_tests": {"input": [], "output": []},
+            "generated_tests": {"input": ["2\n"], "output": ["4\n"]},
+        },
+        {},
+        Suite("stdin", ("1\n", "2\n"), ("2\n", "4\n")),
+    ),
     (
         {"public_test_cases": json.dumps(LCB_CALL), "metadata": '{"func_name": "push"}'},
         {},
@@ -97,6 +107,7 @@ UNREADABLE: list[tuple[JSON, str]] = [
     ({"tests": "x = 1"}, "no tests"),
     ({"inputs": [["1"]] * 1001, "outputs": [["1"]] * 1001}, "more than 1000"),
     ({"answer": 3}, "holds none of"),
+    ({"public_tests": {"input": "1", "output": "2"}}, "not a list"),
 ]
 
 

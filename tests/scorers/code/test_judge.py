@@ -41,6 +41,15 @@ FORMATS: dict[str, tuple[JSON, dict[str, JSON], str, str]] = {
     "stdin-json-string": (json.dumps(IO), {}, STDIN_OK, STDIN_BAD),
     "stdin-apps-input_output": ({"input_output": json.dumps(IO)}, {}, STDIN_OK, STDIN_BAD),
     "stdin-beside-scorer": (None, dict(IO), STDIN_OK, STDIN_BAD),
+    "stdin-codecontests": (
+        {
+            "public_tests": {"input": IO["inputs"][:1], "output": IO["outputs"][:1]},
+            "private_tests": {"input": IO["inputs"][1:], "output": IO["outputs"][1:]},
+        },
+        {},
+        STDIN_OK,
+        STDIN_BAD,
+    ),
     "call": (CALL, {}, CALL_OK, CALL_BAD),
     "call-apps-wrapped": ({**CALL, "outputs": [[3 * x] for x in ARGS]}, {}, CALL_OK, CALL_BAD),
     "call-class-solution": (CALL, {}, CLASS_OK, CLASS_BAD),
