@@ -25,7 +25,8 @@ NOBODY = 65534
 OPEN_FILES = 64
 THREADS = 256
 REPORT_FD = 3
-"""The run's write end of its report pipe (fds 0-2 are its standard streams)."""
+"""The run's write end of its report pipe, where a failed step is named (fds 0-2 are its
+standard streams); closed before the program starts."""
 CONFINEMENT_FAILED = 125
 """A run process's status when a layer could not be put in place."""
 _RULESET_FD = 4
@@ -40,20 +41,33 @@ class RunLimits:
 
 @dataclass
 class Confinement:
-    """The layers every run puts on itself; None or False: that layer is off."""
+    """The layers every run puts on itself; None: that layer is off."""
 
     zygote_pid: int
     run_uid: int | None
-    drop_capabilities: bool
-    ruleset: Ruleset | None
+    """The unprivileged uid runs switch to; None: they keep the zygote's, without capabilities."""
+    landlock_reads: list[str] | None
+    """What a run may read under landlock (it writes only its scratch dir); None: no landlock."""
     syscall_filter: SyscallFilter | None
 
-    def apply(self, fds: tuple[int, int, int, int], workdir: str, limits: RunLimits) -> None:
+    def ruleset(self, workdir: str) -> Ruleset | None:
+        """The run's landlock ruleset, built in the zygote before the fork."""
+        if self.landlock_reads is None:
+            return None
+        return Ruleset(self.landlock_reads, [workdir, "/dev/null"])
+
+    def apply(
+        self,
+        fds: tuple[int, int, int, int],
+        ruleset: Ruleset | None,
+        workdir: str,
+        limits: RunLimits,
+    ) -> None:
         """In the forked run process: raises OSError naming the step that failed."""
         step = "process"
         try:
             os.setsid()
-            self._own_fds(fds)
+            _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])])
             step = "rlimits"
             _set_rlimits(limits, nproc=self.run_uid is not None)
             os.chdir(workdir)
@@ -62,17 +76,17 @@ class Confinement:
                 os.setgroups([])
                 os.setresgid(self.run_uid, self.run_uid, self.run_uid)
                 os.setresuid(self.run_uid, self.run_uid, self.run_uid)
-            elif self.drop_capabilities:
-                step = "userns"
+            else:
+                step = "capabilities"
                 linux.drop_capabilities()
             step = "process"
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != self.zygote_pid:
                 raise OSError(3, "the zygote is gone")
             linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-            if self.ruleset is not None:
+            if ruleset is not None:
                 step = "landlock"
-                self.ruleset.restrict_self(_RULESET_FD)
+                ruleset.restrict_self(_RULESET_FD)
                 os.close(_RULESET_FD)
             if self.syscall_filter is not None:
                 step = "seccomp"
@@ -80,13 +94,13 @@ class Confinement:
         except OSError as e:
             raise OSError(e.errno, f"{step}: {e.strerror}") from None
 
-    def _own_fds(self, fds: tuple[int, int, int, int]) -> None:
-        """fds 0-3 become the run's pipes, 4 the ruleset (if any); all others close."""
-        keep = [*fds, *([self.ruleset.fd] if self.ruleset is not None else [])]
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in keep]
-        for target, fd in enumerate(high):
-            os.dup2(fd, target, inheritable=False)
-        os.closerange(len(high), 1 << 20)
+
+def _own_fds(keep: list[int]) -> None:
+    """`keep` become fds 0, 1, ... (the run's pipes, then its ruleset); all others close."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in keep]
+    for target, fd in enumerate(high):
+        os.dup2(fd, target, inheritable=False)
+    os.closerange(len(high), 1 << 20)
 
 
 def _set_rlimits(limits: RunLimits, nproc: bool) -> None:

@@ -106,6 +106,39 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "lookup_dcookie": (212, 18),
     "sethostname": (170, 161),
     "setdomainname": (171, 162),
+    "open": (2, None),
+    "openat": (257, 56),
+    "openat2": (437, 437),
+    "creat": (85, None),
+    "mkdir": (83, None),
+    "mkdirat": (258, 34),
+    "rmdir": (84, None),
+    "unlink": (87, None),
+    "unlinkat": (263, 35),
+    "rename": (82, None),
+    "renameat": (264, 38),
+    "renameat2": (316, 276),
+    "link": (86, None),
+    "linkat": (265, 37),
+    "symlink": (88, None),
+    "symlinkat": (266, 36),
+    "truncate": (76, 45),
+    "chmod": (90, None),
+    "fchmod": (91, 52),
+    "fchmodat": (268, 53),
+    "fchmodat2": (452, 452),
+    "chown": (92, None),
+    "lchown": (94, None),
+    "fchown": (93, 55),
+    "fchownat": (260, 54),
+    "mknod": (133, None),
+    "mknodat": (259, 33),
+    "setxattr": (188, 5),
+    "lsetxattr": (189, 6),
+    "fsetxattr": (190, 7),
+    "removexattr": (197, 14),
+    "lremovexattr": (198, 15),
+    "fremovexattr": (199, 16),
 }
 LANDLOCK_CREATE_RULESET = 444
 LANDLOCK_ADD_RULE = 445
@@ -174,8 +207,23 @@ def umount(target: str, flags: int = 0) -> None:
     _check(_libc.umount2(target.encode(), flags))
 
 
+CAP_CHOWN = 0
+CAP_SETGID = 6
+CAP_SETUID = 7
+_CAPABILITY_V3 = 0x20080522
+
+
+def has_capabilities(*capabilities: int) -> bool:
+    """Whether every one of `capabilities` is in the effective set (capget v3)."""
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_V3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable} words
+    _check(_libc.capget(header, data))
+    effective = data[0] | data[3] << 32
+    return all(effective >> capability & 1 for capability in capabilities)
+
+
 def drop_capabilities() -> None:
     """Empty the effective, permitted and inheritable capability sets (capset v3)."""
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_V3, 0)
     data = (ctypes.c_uint32 * 6)()
     _check(_libc.capset(header, data))

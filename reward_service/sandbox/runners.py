@@ -18,17 +18,19 @@ import traceback
 import types
 from typing import NoReturn, Protocol
 
-MEMORY_ERROR = b"M"
-"""Written to the report fd when the program died of MemoryError."""
-
 SCRIPT = "solution.py"
 
 
 class Runner(Protocol):
     name: str
 
-    def run(self, source: str, workdir: str, report_fd: int) -> NoReturn:
-        """Become the program: stdin/stdout/stderr are fds 0-2, cwd is `workdir`."""
+    def write_files(self, source: str, workdir: str) -> None:
+        """In the zygote, before the fork: the files the run starts with (it may write none)."""
+
+    def run(self, source: str, workdir: str) -> NoReturn:
+        """Become the program: stdin/stdout/stderr are fds 0-2 (no other is open), cwd is
+        `workdir`. A program that died of MemoryError ends with status 1 and a last
+        stderr line starting `MemoryError`, as `python` does."""
 
 
 class PythonRunner:
@@ -36,10 +38,12 @@ class PythonRunner:
 
     name = "python"
 
-    def run(self, source: str, workdir: str, report_fd: int) -> NoReturn:
-        script = os.path.join(workdir, SCRIPT)
-        with open(script, "w", encoding="utf-8") as f:
+    def write_files(self, source: str, workdir: str) -> None:
+        with open(os.path.join(workdir, SCRIPT), "w", encoding="utf-8") as f:
             f.write(source)
+
+    def run(self, source: str, workdir: str) -> NoReturn:
+        script = os.path.join(workdir, SCRIPT)
         os.environ.clear()
         os.environ.update(HOME=workdir, TMPDIR=workdir)
         sys.argv = [SCRIPT]
@@ -60,18 +64,16 @@ class PythonRunner:
         main = types.ModuleType("__main__")
         main.__file__ = script
         sys.modules["__main__"] = main
-        os._exit(_finish(_execute(source, main, report_fd)))
+        os._exit(_finish(_execute(source, main)))
 
 
-def _execute(source: str, main: types.ModuleType, report_fd: int) -> int:
+def _execute(source: str, main: types.ModuleType) -> int:
     """The program's exit status as `python` would compute it."""
     try:
         exec(compile(source, SCRIPT, "exec"), main.__dict__)
     except SystemExit as e:
         return _exit_status(e)
     except BaseException as e:  # the program's own failure, reported as python would
-        if isinstance(e, MemoryError):
-            os.write(report_fd, MEMORY_ERROR)
         _print_exception(e)
         return 1
     return 0

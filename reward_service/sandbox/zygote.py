@@ -42,7 +42,7 @@ import time
 import typing
 from dataclasses import dataclass
 
-from reward_service.sandbox import linux, namespaces, protocol
+from reward_service.sandbox import landlock, linux, namespaces, protocol
 from reward_service.sandbox.confine import (
     CONFINEMENT_FAILED,
     NOBODY,
@@ -51,31 +51,37 @@ from reward_service.sandbox.confine import (
     RunLimits,
 )
 from reward_service.sandbox.landlock import Ruleset
-from reward_service.sandbox.runners import MEMORY_ERROR, RUNNERS, Runner
+from reward_service.sandbox.runners import RUNNERS, Runner
 from reward_service.sandbox.seccomp import SyscallFilter
 
 STDERR_TAIL = 1024
 _STDERR_WINDOW = 64 * 1024
 _CHUNK = 65536
 _DRAIN_S = 1.0
-_CONFINEMENT_REPORT = b"C"
 _PROBE_IMPORTS = ("colorsys", "datetime", "cmath", "array", "textwrap")
 """Stdlib modules a probe run imports from disk (those the zygote has not imported)."""
 
 
 @dataclass
-class _Streams:
+class _Seen:
+    """What the zygote saw of a run."""
+
     stdout: bytearray
     stderr: bytearray
     report: bytearray
     output_exceeded: bool = False
     timed_out: bool = False
+    scratch_exceeded: bool = False
+    """Its scratch directory outgrew `scratch_mb` (where no tmpfs bounds it, seen afterwards)."""
 
 
 class Zygote:
     def __init__(self, scratch_mb: int) -> None:
         self.scratch_mb = scratch_mb
         self.runs = 0
+        can_switch_uid = os.geteuid() == 0 and linux.has_capabilities(
+            linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_CHOWN
+        )
         self.namespaces: list[str] = []
         if os.geteuid() != 0 and namespaces.enter_user_namespace():
             self.namespaces.append("userns")
@@ -98,13 +104,12 @@ class Zygote:
             self.scratch_root = tempfile.mkdtemp(prefix="reward-sandbox-")
             os.chmod(self.scratch_root, 0o711)  # the runs' uid enters its own dir, lists none
         self.owns_scratch_root = "mountns" not in self.namespaces
-        root = os.geteuid() == 0 and "userns" not in self.namespaces
+        switch_uid = can_switch_uid and "userns" not in self.namespaces
         self.confinement = Confinement(
             zygote_pid=os.getpid(),
-            run_uid=NOBODY if root else None,
-            drop_capabilities=not root and "userns" in self.namespaces,
-            ruleset=_try(lambda: Ruleset(read_paths, [self.scratch_root, "/dev/null"])),
-            syscall_filter=_try(SyscallFilter),
+            run_uid=NOBODY if switch_uid else None,
+            landlock_reads=read_paths if landlock.abi() >= 1 else None,
+            syscall_filter=_try(lambda: SyscallFilter(read_only_files=landlock.abi() < 1)),
         )
 
     @property
@@ -113,7 +118,7 @@ class Zygote:
         layers = ["process", "rlimits"]
         layers += ["uid"] if c.run_uid is not None else []
         layers += ["seccomp"] if c.syscall_filter is not None else []
-        layers += ["landlock"] if c.ruleset is not None else []
+        layers += ["landlock"] if c.landlock_reads is not None else []
         layers += self.namespaces
         if {"netns", "mountns", "pidns"} <= set(self.namespaces):
             layers.append("namespaces")
@@ -143,9 +148,11 @@ class Zygote:
             failed = reply.get("confinement") or ("uid" if self.confinement.run_uid else None)
             c = self.confinement
             if failed == "uid" and c.run_uid is not None:
-                c.run_uid, c.drop_capabilities = None, True
-            elif failed == "landlock" and c.ruleset is not None:
-                c.ruleset = None
+                c.run_uid = None
+            elif failed == "landlock" and c.landlock_reads is not None:
+                c.landlock_reads = None
+                if c.syscall_filter is not None:  # no landlock: the filter refuses file writes
+                    c.syscall_filter = SyscallFilter(read_only_files=True)
             elif failed == "seccomp" and c.syscall_filter is not None:
                 c.syscall_filter = None
             else:
@@ -160,22 +167,24 @@ class Zygote:
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
         os.mkdir(workdir, 0o700)
-        if self.confinement.run_uid is not None:
-            os.chown(workdir, self.confinement.run_uid, self.confinement.run_uid)
-        stdin_r, stdin_w = os.pipe()
-        stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
-        report_r, report_w = os.pipe()
-        started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            self._become_run(
-                runner, request["source"], (stdin_r, stdout_w, stderr_w, report_w), workdir, limits
-            )
-        for fd in (stdin_r, stdout_w, stderr_w, report_w):
-            os.close(fd)
         try:
-            streams, ended = self._supervise(
+            runner.write_files(request["source"], workdir)
+            if self.confinement.run_uid is not None:
+                for path in (workdir, *(e.path for e in os.scandir(workdir))):
+                    os.chown(path, self.confinement.run_uid, self.confinement.run_uid)
+            ruleset = self.confinement.ruleset(workdir)
+            stdin_r, stdin_w = os.pipe()
+            stdout_r, stdout_w = os.pipe()
+            stderr_r, stderr_w = os.pipe()
+            report_r, report_w = os.pipe()
+            started = time.monotonic()
+            pid = os.fork()
+            if pid == 0:
+                child_fds = (stdin_r, stdout_w, stderr_w, report_w)
+                self._become_run(runner, request["source"], child_fds, ruleset, workdir, limits)
+            for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
+                os.close(fd)
+            seen, ended = self._supervise(
                 pid,
                 protocol.from_text(request["stdin"]),
                 (stdin_w, stdout_r, stderr_r, report_r),
@@ -183,26 +192,30 @@ class Zygote:
                 int(request["output_bytes"]),
             )
             status, usage = self._end(pid)
+            quota = self.scratch_mb * 1024 * 1024
+            seen.scratch_exceeded = _disk_usage(workdir, quota) > quota
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        return _outcome(streams, status, usage, limits, ended - started)
+        return _outcome(seen, status, usage, limits, ended - started)
 
     def _become_run(
         self,
         runner: Runner,
         source: str,
         fds: tuple[int, int, int, int],
+        ruleset: Ruleset | None,
         workdir: str,
         limits: RunLimits,
     ) -> None:
         """In the forked child: confine, then become the program; never returns."""
         try:
             try:
-                self.confinement.apply(fds, workdir, limits)
+                self.confinement.apply(fds, ruleset, workdir, limits)
             except OSError as e:
-                os.write(REPORT_FD, _CONFINEMENT_REPORT + str(e.strerror).encode())
+                os.write(REPORT_FD, str(e.strerror).encode())
                 os._exit(CONFINEMENT_FAILED)
-            runner.run(source, workdir, REPORT_FD)
+            os.close(REPORT_FD)  # the program gets no channel but its standard streams
+            runner.run(source, workdir)
         finally:
             os._exit(CONFINEMENT_FAILED)
 
@@ -213,11 +226,11 @@ class Zygote:
         fds: tuple[int, int, int, int],
         deadline: float,
         output_bytes: int,
-    ) -> tuple[_Streams, float]:
+    ) -> tuple[_Seen, float]:
         """Feed stdin, collect the outputs until the run ends or breaks a limit."""
         stdin_w, stdout_r, stderr_r, report_r = fds
-        streams = _Streams(bytearray(), bytearray(), bytearray())
-        sinks = {stdout_r: streams.stdout, stderr_r: streams.stderr, report_r: streams.report}
+        seen = _Seen(bytearray(), bytearray(), bytearray())
+        sinks = {stdout_r: seen.stdout, stderr_r: seen.stderr, report_r: seen.report}
         windowed = {stderr_r, report_r}
         pidfd = os.pidfd_open(pid)
         poller = select.poll()
@@ -237,7 +250,7 @@ class Zygote:
             else:
                 timeout = deadline - time.monotonic()
                 if timeout <= 0:
-                    streams.timed_out = True
+                    seen.timed_out = True
                     break
             events = poller.poll(timeout * 1000)
             if not events and exited:
@@ -251,16 +264,16 @@ class Zygote:
                     pending = self._feed(stdin_w, pending, poller)
                 else:
                     self._collect(fd, sinks, poller, fd in windowed)
-            if len(streams.stdout) > output_bytes:
-                streams.output_exceeded = True
-                del streams.stdout[output_bytes:]
+            if len(seen.stdout) > output_bytes:
+                seen.output_exceeded = True
+                del seen.stdout[output_bytes:]
                 break
         if not exited:
             ended = time.monotonic()
             self._kill(pid)
         for fd in (*sinks, pidfd, *([stdin_w] if pending else [])):
             os.close(fd)
-        return streams, ended
+        return seen, ended
 
     @staticmethod
     def _feed(fd: int, pending: memoryview, poller: select.poll) -> memoryview:
@@ -329,21 +342,21 @@ class Zygote:
 
 
 def _outcome(
-    streams: _Streams, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float
+    seen: _Seen, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float
 ) -> protocol.Message:
     exit_code = os.waitstatus_to_exitcode(status)
-    stderr = bytes(streams.stderr[-STDERR_TAIL:]).decode("utf-8", "replace")
+    stderr = bytes(seen.stderr[-STDERR_TAIL:]).decode("utf-8", "replace")
     confinement = None
-    if streams.report.startswith(_CONFINEMENT_REPORT):
+    if seen.report:  # written only by the run's confinement, closed before the program
         kind = "runtime_error"
-        message = bytes(streams.report[1:]).decode("utf-8", "replace")
+        message = bytes(seen.report).decode("utf-8", "replace")
         confinement = message.split(":", 1)[0]
         stderr = f"sandbox: {message}"
-    elif streams.output_exceeded:
+    elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
-    elif streams.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
+    elif seen.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
         kind = "time_limit"
-    elif MEMORY_ERROR in streams.report:
+    elif exit_code == 1 and _last_line(stderr).startswith("MemoryError"):
         kind = "memory_limit"
     elif exit_code == 0:
         kind = "ok"
@@ -351,12 +364,29 @@ def _outcome(
         kind = "runtime_error"
     return {
         "kind": kind,
-        "stdout": protocol.to_text(bytes(streams.stdout)),
+        "stdout": protocol.to_text(bytes(seen.stdout)),
         "stderr": stderr,
         "exit_code": exit_code if exit_code >= 0 else None,
         "elapsed_s": round(elapsed_s, 6),
         "confinement": confinement,
     }
+
+
+def _disk_usage(path: str, limit: int) -> int:
+    """Bytes allocated beneath `path`, counted until they pass `limit` (no symlink followed)."""
+    total, directories = 0, [path]
+    while directories and total <= limit:
+        with os.scandir(directories.pop()) as entries:
+            for entry in entries:
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    directories.append(entry.path)
+    return total
+
+
+def _last_line(text: str) -> str:
+    lines = text.rstrip("\n").rsplit("\n", 1)
+    return lines[-1]
 
 
 def _read_paths() -> list[str]:
@@ -385,9 +415,13 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     del sys.path[0]
-    zygote = Zygote(int(config["scratch_mb"]))
-    gc.freeze()
-    error = zygote.self_test()
+    try:
+        zygote = Zygote(int(config["scratch_mb"]))
+        gc.freeze()
+        error = zygote.self_test()
+    except OSError as e:
+        protocol.write_all(control_out, protocol.encode({"layers": [], "error": str(e)}))
+        return
     protocol.write_all(control_out, protocol.encode({"layers": zygote.layers, "error": error}))
     try:
         while error is None:

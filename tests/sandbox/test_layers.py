@@ -92,6 +92,30 @@ def test_the_filter_allows_signals_to_itself_threads_and_rlimits() -> None:
     assert results == {"kill self": 0, "thread": 0, "setrlimit": 0}
 
 
+@needs_seccomp
+def test_without_landlock_the_filter_refuses_every_file_write() -> None:
+    """read_only_files: reading works; opening to write, creating, removing answer EACCES."""
+    with tempfile.TemporaryDirectory() as scratch:
+        existing = Path(scratch, "existing")
+        existing.write_text("kept")
+        syscall_filter = SyscallFilter(read_only_files=True)
+        results = in_child(
+            lambda: syscall_filter.install(os.getpid()),
+            lambda: {
+                "read": errno_of(existing.read_text),
+                "write": errno_of(lambda: Path(scratch, "new").write_text("x")),
+                "append": errno_of(lambda: open(existing, "a").close()),
+                "mkdir": errno_of(lambda: os.mkdir(Path(scratch, "d"))),
+                "unlink": errno_of(existing.unlink),
+                "rename": errno_of(lambda: existing.rename(Path(scratch, "moved"))),
+                "chmod": errno_of(lambda: existing.chmod(0o777)),
+            },
+        )
+        assert sorted(os.listdir(scratch)) == ["existing"]
+        assert existing.read_text() == "kept"
+    assert results == {"read": 0, **{k: errno.EACCES for k in results if k != "read"}}
+
+
 needs_landlock = pytest.mark.skipif(landlock.abi() < 1, reason="landlock unavailable")
 
 

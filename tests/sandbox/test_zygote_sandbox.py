@@ -183,6 +183,13 @@ def test_each_run_gets_a_fresh_scratch_dir_removed_afterwards(sandbox: ZygoteSan
     assert second.stdout == b"True False\n"
 
 
+def test_a_run_writes_nothing_beside_its_scratch_dir(sandbox: ZygoteSandbox) -> None:
+    """The scratch dir's parent, shared by the zygote's runs, is not writable by a run."""
+    outcome = run(sandbox, "open('../beside', 'w')")
+    assert outcome.kind is Kind.RUNTIME_ERROR
+    assert "PermissionError" in outcome.stderr
+
+
 def test_stop_at_first_failure_stops_after_the_first_failing_run(sandbox: ZygoteSandbox) -> None:
     """With it, runs stop after a failure; without it, every stdin runs."""
     program = Program("python", "import sys; sys.exit(int(input()))")
