@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import os
 import platform
 import shutil
 import struct
+import sys
 
 PROFILES: dict[str, tuple[str, ...]] = {
     "full": (),
@@ -71,15 +73,14 @@ def _prctl(libc: ctypes.CDLL, option: int, arg: object, what: str) -> None:
 
 
 def command(profile: str, inner: list[str]) -> list[str]:
-    """`inner` as the profile's service runs it: as uid 10001 in a user namespace if unprivileged.
-
-    Inside, the uid is 10001 with no capabilities, as in the manifests;
-    outside it maps to this (root) user, so the interpreter stays readable.
-    """
+    """`inner` on the profile's platform: its filter put on first, and if unprivileged as uid
+    10001 in a user namespace (no capabilities, as in the manifests; outside, the uid maps to
+    this user, so the interpreter stays readable)."""
+    line = [sys.executable, "-m", "tests.sandbox.platforms", profile, "--", *inner]
     if "root" not in PROFILES[profile]:
-        return inner
+        return line
     unshare = shutil.which("unshare") or "unshare"
-    return [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *inner]
+    return [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *line]
 
 
 def install(profile: str) -> None:
@@ -96,3 +97,8 @@ def install(profile: str) -> None:
     _prctl(libc, _PR_SET_NO_NEW_PRIVS, 1, "PR_SET_NO_NEW_PRIVS")
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(program), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
+
+
+if __name__ == "__main__":
+    install(sys.argv[1])
+    os.execvp(sys.argv[3], sys.argv[3:])

@@ -326,7 +326,6 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
-    platforms.install(args.profile)
     from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
 
     sandbox = ZygoteSandbox(scratch_mb=SCRATCH_MB)

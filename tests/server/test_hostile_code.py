@@ -11,6 +11,7 @@ answers are graded alongside; the tests read what it saw.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -31,13 +32,14 @@ import pytest
 
 from reward_service.sandbox import Kind
 from reward_service.testing import LivenessProbe, free_port
-from tests.sandbox import confine, procs
+from tests.sandbox import confine, platforms, procs
 from tests.sandbox.hostile_programs import (
     ACHIEVED,
     FORGERIES,
     FORK_GATE,
     PROGRAMS,
     REACH_PROBE,
+    Forgery,
     Hostile,
     Target,
     served_source,
@@ -49,6 +51,9 @@ DEADLINE_S = 150.0
 CONCURRENCY = 2
 MATH = [("so \\boxed{42}", "42", 1.0), ("so \\boxed{41}", "42", 0.0)]
 NEVER = "never printed"
+LIVE_PROFILES = ("full", "nonroot-pod", "nonroot-old-kernel")
+"""The platforms a live server is attacked on (`tests.sandbox.platforms`): all layers, the
+manifests' unprivileged pod, and that pod on a kernel without landlock."""
 
 pytestmark = pytest.mark.skipif(
     shutil.which("unshare") is None, reason="unshare (util-linux) is needed"
@@ -74,6 +79,7 @@ class Campaign:
     log: str = ""
     canaries: dict[str, str] = field(default_factory=dict)
     label_canary: str = ""
+    sent: int = 0
 
 
 def _code_body(source: str, label: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +98,7 @@ def _stdin_label(hostile: Hostile) -> dict[str, Any]:
 class Server:
     """`reward-service serve` confined; stopped by SIGTERM to the namespace's PID 1."""
 
-    def __init__(self, tmp: Path, env: dict[str, str]) -> None:
+    def __init__(self, tmp: Path, env: dict[str, str], profile: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.report, self.log = tmp / "confine.jsonl", tmp / "server.log"
@@ -100,7 +106,7 @@ class Server:
         serve += ["--port", str(self.port), "--workers", "2"]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                confine.command(self.report, serve, DEADLINE_S),
+                confine.command(self.report, platforms.command(profile, serve), DEADLINE_S),
                 cwd=REPO,
                 env=env,
                 stdout=log,
@@ -158,7 +164,11 @@ def _post(client: httpx.Client, url: str, body: dict[str, Any], sink: list[str])
 def _math_loop(client: httpx.Client, url: str, stop: threading.Event, campaign: Campaign) -> None:
     while not stop.is_set():
         for response, label, reward in MATH:
-            answer = _post(client, f"{url}/score", {"response": response, "label": label}, [])
+            try:
+                body = {"response": response, "label": label}
+                answer = _post(client, f"{url}/score?detail=1", body, [])
+            except httpx.HTTPError as exc:
+                answer = {"error": repr(exc)}
             campaign.math_done += 1
             if answer.get("reward") != reward:
                 campaign.math_wrong.append(f"{response!r}: {answer}")
@@ -174,14 +184,19 @@ def _attack(
         campaign.answers[name] = {"transport_error": repr(exc)}
 
 
-@pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+@pytest.fixture(scope="module", params=LIVE_PROFILES)
+def campaign(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Campaign]:
     """Start the confined server, send every hostile program and forgery, stop it; the record."""
-    tmp = tmp_path_factory.mktemp("hostile_code")
+    profile: str = request.param
+    if profile != "full" and not platforms.supported():
+        pytest.skip(f"profile {profile} needs an x86_64 seccomp filter")
+    tmp = tmp_path_factory.mktemp(f"hostile_code-{profile}")
     found = Campaign(canaries=confine.canaries(), label_canary=f"canary{secrets.token_hex(16)}")
     env = {**os.environ, **found.canaries, "REWARD_ACCESS_LOG": "all", "REWARD_WORKERS": "2"}
     listeners = Listeners()
-    server = Server(tmp, env)
+    server = Server(tmp, env, profile)
     headers = {"Authorization": f"Bearer {found.canaries['REWARD_API_TOKEN']}"}
     targets: dict[str, Target] = {}
     try:
@@ -220,6 +235,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
                 body = _code_body(served_source(hostile, target), _stdin_label(hostile))
                 jobs.append((hostile.name, body))
             jobs += [(f.name, _code_body(f.source, f.label)) for f in FORGERIES]
+            found.sent = len(jobs)
             stop = threading.Event()
             math = threading.Thread(target=_math_loop, args=(client, server.url, stop, found))
             with LivenessProbe(server.url) as probe:
@@ -241,6 +257,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
         listeners.close()
     found.outer = confine.read_report(server.report)
     found.log = server.log.read_text(errors="replace")
+    (tmp / "answers.json").write_text(json.dumps(found.answers, indent=1, default=str))
     yield found
 
 
@@ -251,9 +268,11 @@ def test_server_runs_confined(campaign: Campaign) -> None:
 
 
 def test_sandbox_layers_are_reported(campaign: Campaign) -> None:
-    """An answer's detail names the sandbox layers; GET /scorers lists the code scorer."""
-    assert "code" in str(campaign.scorers), campaign.scorers
-    assert campaign.reach.get("sandbox"), campaign.reach
+    """The layers are named at start-up (a log line), by GET /scorers and in an answer's detail."""
+    assert "code" in campaign.scorers["scorers"], campaign.scorers
+    layers = campaign.scorers.get("sandbox", {}).get("layers")
+    assert layers and campaign.reach.get("sandbox") == layers, (campaign.scorers, campaign.reach)
+    assert f"code sandbox layers: {', '.join(layers)}" in campaign.log
 
 
 def test_a_run_signals_nothing(campaign: Campaign) -> None:
@@ -278,11 +297,12 @@ def test_hostile_program_gets_zero(campaign: Campaign, hostile: Hostile) -> None
     failure = answer.get("first_failure") or {}
     assert answer.get("reward") == 0.0, answer
     assert failure.get("kind") in _expected_kinds(hostile), answer
-    assert ACHIEVED not in str(failure.get("stderr")), answer
+    said = str(failure.get("stderr")).splitlines()
+    assert not [line for line in said if line.startswith(ACHIEVED)], answer
 
 
 @pytest.mark.parametrize("forgery", FORGERIES, ids=[f.name for f in FORGERIES])
-def test_forgery_gets_zero(campaign: Campaign, forgery: Any) -> None:
+def test_forgery_gets_zero(campaign: Campaign, forgery: Forgery) -> None:
     """A solution that forges the driver's verdicts, or exits before them, gets 0.0."""
     answer = campaign.answers[forgery.name]
     assert answer.get("reward") == 0.0, answer
@@ -299,6 +319,7 @@ def test_service_kept_answering(campaign: Campaign) -> None:
 def test_no_secret_in_any_answer_or_log(campaign: Campaign) -> None:
     """No canary secret (token, environment, service-account file, another's label) leaks."""
     texts = {"answers": "\n".join(campaign.bodies), "log": campaign.log}
+    assert campaign.log.count('"msg":"request"') >= campaign.sent, "the access log is not on"
     for where, text in texts.items():
         for name, canary in campaign.canaries.items():
             assert canary not in text, f"{name} appears in the {where}"
