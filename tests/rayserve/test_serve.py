@@ -219,7 +219,7 @@ def test_scaling_down_under_load_drains_the_removed_replica(
     cluster: LocalCluster, deployed: str
 ) -> None:
     """Redeploying 2 -> 1 replica under load: every request answered first time, none retried."""
-    _wait_for(cluster, 2)
+    before = _wait_for(cluster, 2)
     items = grpo_workload(seed=18, answers=1500)
     spec = ServeSpec(replicas=1, host="127.0.0.1", port=cluster.serve_port)
 
@@ -235,7 +235,8 @@ def test_scaling_down_under_load_drains_the_removed_replica(
     rewards, retries = asyncio.run(load_and_scale())
     assert rewards == [item["expected"] for item in items]
     assert retries == 0
-    _wait_for(cluster, 1)
+    (kept,) = _wait_for(cluster, 1)
+    assert kept in before  # scaled in place: the other replica was not restarted
 
 
 def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
