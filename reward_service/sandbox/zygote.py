@@ -184,16 +184,20 @@ class Zygote:
                 self._become_run(runner, request["source"], child_fds, ruleset, workdir, limits)
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
+            watch = (
+                None if "mountns" in self.namespaces else _ScratchWatch(workdir, self.scratch_mb)
+            )
             seen, ended = self._supervise(
                 pid,
                 protocol.from_text(request["stdin"]),
                 (stdin_w, stdout_r, stderr_r, report_r),
                 started + limits.time_s,
                 int(request["output_bytes"]),
+                watch,
             )
             status, usage = self._end(pid)
-            quota = self.scratch_mb * 1024 * 1024
-            seen.scratch_exceeded = _disk_usage(workdir, quota) > quota
+            if watch is not None:
+                seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         return _outcome(seen, status, usage, limits, ended - started)
@@ -226,6 +230,7 @@ class Zygote:
         fds: tuple[int, int, int, int],
         deadline: float,
         output_bytes: int,
+        watch: _ScratchWatch | None,
     ) -> tuple[_Seen, float]:
         """Feed stdin, collect the outputs until the run ends or breaks a limit."""
         stdin_w, stdout_r, stderr_r, report_r = fds
@@ -252,6 +257,8 @@ class Zygote:
                 if timeout <= 0:
                     seen.timed_out = True
                     break
+                if watch is not None:
+                    timeout = min(timeout, _ScratchWatch.INTERVAL_S)
             events = poller.poll(timeout * 1000)
             if not events and exited:
                 break
@@ -267,6 +274,9 @@ class Zygote:
             if len(seen.stdout) > output_bytes:
                 seen.output_exceeded = True
                 del seen.stdout[output_bytes:]
+                break
+            if watch is not None and not exited and watch.exceeded():
+                seen.scratch_exceeded = True
                 break
         if not exited:
             ended = time.monotonic()
@@ -370,6 +380,33 @@ def _outcome(
         "elapsed_s": round(elapsed_s, 6),
         "confinement": confinement,
     }
+
+
+class _ScratchWatch:
+    """Where no tmpfs bounds a run's scratch dir: its file system's free space, polled while
+    it runs; a drop past the quota is confirmed by counting the dir itself."""
+
+    INTERVAL_S = 0.05
+
+    def __init__(self, workdir: str, scratch_mb: int) -> None:
+        self.workdir = workdir
+        self.quota = scratch_mb * 1024 * 1024
+        self.free = _free_bytes(workdir)
+        self.next = time.monotonic() + self.INTERVAL_S
+
+    def exceeded(self, final: bool = False) -> bool:
+        now = time.monotonic()
+        if not final and now < self.next:
+            return False
+        self.next = now + self.INTERVAL_S
+        if not final and self.free - _free_bytes(self.workdir) <= self.quota:
+            return False
+        return _disk_usage(self.workdir, self.quota) > self.quota
+
+
+def _free_bytes(path: str) -> int:
+    stat = os.statvfs(path)
+    return stat.f_bavail * stat.f_frsize
 
 
 def _disk_usage(path: str, limit: int) -> int:
