@@ -68,10 +68,15 @@ def enter_mount_namespace(read_paths: Sequence[str], scratch_mb: int) -> bool:
 
 def _build_root(read_paths: Sequence[str], scratch_mb: int) -> str:
     root = next(
-        c
-        for c in _ROOT_CANDIDATES
-        if os.path.isdir(c) and not any(p == c or p.startswith(c + "/") for p in read_paths)
+        (
+            c
+            for c in _ROOT_CANDIDATES
+            if os.path.isdir(c) and not any(p == c or p.startswith(c + "/") for p in read_paths)
+        ),
+        None,
     )
+    if root is None:
+        raise OSError(2, "no directory to build the new root on")
     linux.mount("tmpfs", root, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "size=1m,mode=0755")
     os.makedirs(root + "/dev", mode=0o755)
     linux.mount("tmpfs", root + "/dev", "tmpfs", linux.MS_NOSUID, "size=64k,mode=0755")

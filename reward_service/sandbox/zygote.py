@@ -199,7 +199,7 @@ class Zygote:
             if watch is not None:
                 seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            _remove(workdir)
         return _outcome(seen, status, usage, limits, ended - started)
 
     def _become_run(
@@ -348,7 +348,7 @@ class Zygote:
 
     def close(self) -> None:
         if self.owns_scratch_root:
-            shutil.rmtree(self.scratch_root, ignore_errors=True)
+            _remove(self.scratch_root)
 
 
 def _outcome(
@@ -410,15 +410,34 @@ def _free_bytes(path: str) -> int:
 
 
 def _disk_usage(path: str, limit: int) -> int:
-    """Bytes allocated beneath `path`, counted until they pass `limit` (no symlink followed)."""
+    """Bytes allocated beneath `path`, counted until they pass `limit` (no symlink followed).
+
+    A directory the run made unreadable counts as over the limit."""
     total, directories = 0, [path]
     while directories and total <= limit:
-        with os.scandir(directories.pop()) as entries:
-            for entry in entries:
-                total += entry.stat(follow_symlinks=False).st_blocks * 512
-                if entry.is_dir(follow_symlinks=False):
-                    directories.append(entry.path)
+        try:
+            with os.scandir(directories.pop()) as entries:
+                for entry in entries:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        directories.append(entry.path)
+        except OSError:
+            return limit + 1
     return total
+
+
+def _remove(path: str) -> None:
+    """Remove a scratch dir, also when its run took the permissions off its directories."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    for parent, directories, _ in os.walk(path):
+        for name in directories:
+            directory = os.path.join(parent, name)
+            if not os.path.islink(directory):
+                with contextlib.suppress(OSError):
+                    os.chmod(directory, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _last_line(text: str) -> str:
