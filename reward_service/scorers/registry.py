@@ -69,6 +69,7 @@ class ScorerRegistry:
         self._targets = dict(targets)
         self._limits = limits or GradingLimits()
         self._instances: dict[str, Scorer] = {}
+        self._classes: dict[str, type[Scorer]] = {}
         self._boxed = {
             BOXED_PREFIX + name: name
             for name in self._targets
@@ -104,13 +105,21 @@ class ScorerRegistry:
             raise UnknownScorer(name, self.names())
 
     def scorer_class(self, name: str) -> type[Scorer]:
-        """The class of scorer `name`, imported but not built (for `screen`)."""
-        self.require(name)
-        inner = self._boxed.get(name)
-        if inner is not None:
-            return boxed_scorer(self.scorer_class(inner), inner)
-        cached = self._instances.get(name)
-        return type(cached) if cached is not None else _load_class(self._targets[name])
+        """The class of scorer `name`, imported but not built (for `screen`).
+
+        Found once per name and kept: the server asks for it several times
+        per answer (screen, batch size, deadline).
+        """
+        cls = self._classes.get(name)
+        if cls is None:
+            self.require(name)
+            inner = self._boxed.get(name)
+            if inner is not None:
+                cls = boxed_scorer(self.scorer_class(inner), inner)
+            else:
+                cls = _load_class(self._targets[name])
+            self._classes[name] = cls
+        return cls
 
     def get(self, name: str) -> Scorer:
         """The scorer called `name`, built on first use."""
