@@ -49,22 +49,33 @@ class PythonRunner:
         sys.argv = [SCRIPT]
         sys.path[:] = [workdir, *sys.path]
         streams = {
-            "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
-            "stdout": open(1, "w", encoding="utf-8", closefd=False),  # noqa: SIM115
-            "stderr": io.TextIOWrapper(
-                open(2, "wb", buffering=0, closefd=False),  # noqa: SIM115
-                encoding="utf-8",
-                errors="backslashreplace",
-                line_buffering=True,
-            ),
+            "stdin": _text_stream(0, "r", "surrogateescape"),
+            "stdout": _text_stream(1, "w", "surrogateescape"),
+            "stderr": _text_stream(2, "w", "backslashreplace", interactive=True),
         }
         for name, stream in streams.items():
             setattr(sys, name, stream)
             setattr(sys, f"__{name}__", stream)
+        random = sys.modules.get("random")
+        if random is not None:  # seeded once in the zygote: every fork would draw the same
+            random.seed()
         main = types.ModuleType("__main__")
         main.__file__ = script
         sys.modules["__main__"] = main
         os._exit(_finish(_execute(source, main)))
+
+
+def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> io.TextIOWrapper:
+    """A standard stream over `fd` as python builds it (stderr: line-buffered, written through)."""
+    raw = io.FileIO(fd, mode, closefd=False)
+    buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
+    return io.TextIOWrapper(
+        buffered,
+        encoding="utf-8",
+        errors=errors,
+        line_buffering=interactive,
+        write_through=interactive,
+    )
 
 
 def _execute(source: str, main: types.ModuleType) -> int:

@@ -6,6 +6,8 @@ import ast
 import json
 import os
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +60,30 @@ def test_binary_output_is_returned_as_bytes(sandbox: ZygoteSandbox) -> None:
     """Bytes that are not UTF-8 come back unchanged."""
     outcome = run(sandbox, "import sys; sys.stdout.buffer.write(bytes([255, 0, 10]))")
     assert outcome.stdout == b"\xff\x00\n"
+
+
+def test_bytes_that_are_not_utf8_round_trip_through_text_io(sandbox: ZygoteSandbox) -> None:
+    """stdin and stdout use surrogateescape, as python does under a UTF-8 or C locale."""
+    assert run(sandbox, "print(input())", b"caf\xe9\xff\n").stdout == b"caf\xe9\xff\n"
+
+
+def test_random_is_seeded_afresh_in_every_run(sandbox: ZygoteSandbox) -> None:
+    """Two runs of the same program draw different random numbers, as two python starts do."""
+    program = Program("python", "import random; print(random.getrandbits(64))")
+    first, second = sandbox.run(program, [b"", b""], LIMITS, budget_s=30)
+    assert first.stdout != second.stdout
+
+
+def test_a_run_holds_only_its_standard_streams_in_a_session_of_its_own(
+    sandbox: ZygoteSandbox,
+) -> None:
+    """No descriptor but 0-2 is open in the program, and it leads its own session and group."""
+    source = (
+        "import os\nopen_fds = []\nfor fd in range(3, 256):\n    try:\n        os.fstat(fd)\n"
+        "    except OSError:\n        continue\n    open_fds.append(fd)\n"
+        "me = os.getpid()\nprint(open_fds, os.getsid(0) == me, os.getpgrp() == me)\n"
+    )
+    assert run(sandbox, source).stdout == b"[] True True\n"
 
 
 def test_a_megabyte_of_stdin_is_fed_while_output_is_read(sandbox: ZygoteSandbox) -> None:
@@ -252,6 +278,27 @@ def test_a_killed_zygote_is_restarted_by_the_next_run() -> None:
         outcome = run(sandbox, "print('again')")
         assert (outcome.kind, outcome.stdout) == (Kind.OK, b"again\n")
         assert before not in zygote_processes(tag)
+
+
+def test_a_run_dies_with_its_zygote() -> None:
+    """Killing the zygote mid-run takes the run's process with it; the run is retried."""
+    tag = '"scratch_mb": 33'
+    with ZygoteSandbox(scratch_mb=33) as sandbox:
+        program = Program("python", "import time; print('up', flush=True); time.sleep(30)")
+        result: list[Outcome] = []
+        runner = threading.Thread(
+            target=lambda: result.extend(sandbox.run(program, [b""], SHORT, 30))
+        )
+        first = set(zygote_processes(tag))
+        runner.start()
+        while len(set(zygote_processes(tag)) - first) < 1:  # the run process appears
+            time.sleep(0.01)
+        doomed = set(zygote_processes(tag))
+        for pid in sorted(first):
+            os.kill(pid, signal.SIGKILL)
+        runner.join()
+        assert [o.kind for o in result] == [Kind.TIME_LIMIT]
+        assert not doomed & set(zygote_processes(tag))
 
 
 def test_close_leaves_no_process_behind() -> None:
