@@ -15,7 +15,8 @@ they arrive as options, and are read from there. The formats:
   `tests`, `test_cases`, `public_test_cases`/`private_test_cases` or as the
   label itself); `functional` inputs are newline-separated JSON arguments and
   outputs JSON values, the function named by `fn_name` or by `func_name` in
-  `metadata` (an object or a JSON string); a list mixes no test types;
+  `metadata` (an object or a JSON string) of the label or of its first test
+  (rLLM/DeepCoder put it there); a list mixes no test types;
 * assert-style: `tests` or `test_list` (a string of statements, or a list of
   them, MBPP) with optional `test_imports` and `test_setup_code`, or `test`
   and `entry_point` (HumanEval: `test` defines `check(candidate)`).
@@ -147,7 +148,7 @@ def _listed_suite(cases: list[JSON], spec: Mapping[str, JSON]) -> Suite:
         inputs = tuple(_text(c.get("input"), f"test {i} input") for i, c in enumerate(cases))
         outputs = tuple(_text(c.get("output"), f"test {i} output") for i, c in enumerate(cases))
         return Suite("stdin", inputs, outputs)
-    fn_name = _fn_name(spec)
+    fn_name = _fn_name(spec) or _fn_name(cases[0])
     if not fn_name:
         raise LabelError("functional tests need fn_name or metadata.func_name")
     pairs = [_functional(case, i) for i, case in enumerate(cases)]

@@ -6,8 +6,9 @@ matter; leading spaces and inner blank lines do). With a float tolerance,
 lines compare token by token (split on whitespace) and two tokens that both
 read as numbers match when within the tolerance, absolute or relative.
 
-Return values: JSON-decoded, tuples already lists; with a tolerance, numbers
-match within it at any depth. An expected value that is a one-element list
+Return values: JSON-decoded, tuples already lists, `true` never equal to
+`1` (JSON keeps them apart; `1 == 1.0` still holds); with a tolerance,
+numbers match within it at any depth. An expected value that is a one-element list
 also matches its element, as APPS wraps call-based outputs.
 """
 
@@ -90,6 +91,8 @@ def _values_equal(got: JSON, want: JSON, tolerance: float | None) -> bool:
         return got.keys() == want.keys() and all(
             _values_equal(got[k], want[k], tolerance) for k in got
         )
+    if isinstance(got, bool) is not isinstance(want, bool):
+        return False  # JSON's true is no number: a function returning True for 1 is wrong
     if tolerance is not None and _is_number(got) and _is_number(want):
         return _close(got, want, tolerance)
     return bool(got == want)

@@ -41,6 +41,11 @@ SUITES: list[tuple[JSON, dict[str, Any], Suite]] = [
         Suite("call", ("[[1, 2], 3]",), ([1, 2, 3],), "push"),
     ),
     (LCB_CALL, {"fn_name": "push"}, Suite("call", ("[[1, 2], 3]",), ([1, 2, 3],), "push")),
+    (
+        [{**LCB_CALL[0], "metadata": {"func_name": "push"}}],
+        {},
+        Suite("call", ("[[1, 2], 3]",), ([1, 2, 3],), "push"),
+    ),
     (None, dict(IO), Suite("stdin", ("1\n", "2\n"), ("2\n", "4\n"))),
     (
         {"tests": "assert f(1) == 2\nassert f(\n    2\n) == 3\n"},

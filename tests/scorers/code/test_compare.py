@@ -53,6 +53,9 @@ VALUES: list[tuple[JSON, JSON, float | None, bool]] = [
     ({"a": 1}, {"b": 1}, None, False),
     ("x", "x", None, True),
     (None, 0, None, False),
+    (True, 1, None, False),
+    (1, True, 1e-6, False),
+    ([True, False], [True, False], None, True),
     (10**400, 10**400, 1e-6, True),
 ]
 
