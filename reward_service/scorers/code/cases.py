@@ -14,7 +14,8 @@ they arrive as options, and are read from there. The formats:
 * LiveCodeBench: a list of `{"input", "output", "testtype"}` (under
   `tests`, `test_cases`, `public_test_cases`/`private_test_cases` or as the
   label itself); `functional` inputs are newline-separated JSON arguments and
-  outputs JSON values, the function named by `fn_name` or by `func_name` in
+  outputs JSON values (open-r1's `verification_info.test_cases` with `type`
+  `stdin_stdout` read the same), the function named by `fn_name` or by `func_name` in
   `metadata` (an object or a JSON string) of the label or of its first test
   (rLLM/DeepCoder put it there); a list mixes no test types;
 * assert-style: `tests` or `test_list` (a string of statements, or a list of
@@ -36,6 +37,10 @@ Style = Literal["stdin", "call", "assert"]
 MAX_TESTS = 1_000
 """Tests one label may hold; past it the label is unreadable."""
 _LCB_KEYS = ("tests", "test_cases", "public_test_cases", "private_test_cases")
+_NESTING_KEYS = ("input_output", "verification_info")
+"""Keys whose object (or JSON string of one) holds the tests: APPS's, open-r1's."""
+_TEST_TYPES = {None: "stdin", "stdin_stdout": "stdin"}
+"""Test types other datasets name otherwise (open-r1's `stdin_stdout`), as LiveCodeBench's."""
 _CONTESTS_KEYS = ("public_tests", "private_tests", "generated_tests")
 """CodeContests' test sets, each `{"input": [...], "output": [...]}`."""
 
@@ -141,7 +146,7 @@ def _listed_suite(cases: list[JSON], spec: Mapping[str, JSON]) -> Suite:
     _count(len(cases))
     if not all(isinstance(case, dict) for case in cases):
         raise LabelError("a test list holds something other than objects")
-    types = {case.get("testtype", "stdin") for case in cases}
+    types = {_TEST_TYPES.get(t, t) for t in (c.get("testtype", c.get("type")) for c in cases)}
     if len(types) != 1 or not types <= {"stdin", "functional"}:
         raise LabelError(f"test types {sorted(map(str, types))} are not one of stdin, functional")
     if types == {"stdin"}:
@@ -228,11 +233,12 @@ def _suite(spec: JSON, options: Mapping[str, JSON]) -> Suite:
         return _listed_suite(spec, options)
     if not isinstance(spec, dict):
         raise LabelError(f"label of type {type(spec).__name__} holds no tests")
-    if "input_output" in spec:
-        nested = _decoded(spec["input_output"], "input_output")
-        if not isinstance(nested, dict):
-            raise LabelError("input_output holds no object")
-        spec = {**spec, **nested}
+    for key in _NESTING_KEYS:
+        if key in spec:
+            nested = _decoded(spec[key], key)
+            if not isinstance(nested, dict):
+                raise LabelError(f"{key} holds no object")
+            spec = {**spec, **nested}
     if "inputs" in spec or "outputs" in spec:
         return _io_suite(spec)
     contests = [spec[key] for key in _CONTESTS_KEYS if isinstance(spec.get(key), dict)]

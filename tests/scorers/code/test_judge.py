@@ -31,7 +31,7 @@ CLASS_OK = "class Solution:\n    def triple(self, x: int) -> int:\n        retur
 CLASS_BAD = "class Solution:\n    def triple(self, x: List[int]) -> int:\n        return x"
 IO = {"inputs": [f"{x}\n" for x in ARGS], "outputs": [f"{3 * x}\n" for x in ARGS]}
 CALL = {"inputs": [[x] for x in ARGS], "outputs": [3 * x for x in ARGS], "fn_name": "triple"}
-LCB_STDIN = [{"input": f"{x}\n", "output": f"{3 * x}\n", "testtype": "stdin"} for x in ARGS]
+LCB_STDIN = [{"input": f"{x}\n", "output": f"{3 * x}\n"} for x in ARGS]
 LCB_CALL = [{"input": f"{x}", "output": f"{3 * x}", "testtype": "functional"} for x in ARGS]
 ASSERTS = "\n".join(f"assert triple({x}) == {3 * x}" for x in ARGS)
 CHECK = "def check(candidate):\n" + "".join(f"    assert candidate({x}) == {3 * x}\n" for x in ARGS)
@@ -45,6 +45,17 @@ FORMATS: dict[str, tuple[JSON, dict[str, JSON], str, str]] = {
         {
             "public_tests": {"input": IO["inputs"][:1], "output": IO["outputs"][:1]},
             "private_tests": {"input": IO["inputs"][1:], "output": IO["outputs"][1:]},
+        },
+        {},
+        STDIN_OK,
+        STDIN_BAD,
+    ),
+    "stdin-open-r1": (
+        {
+            "verification_info": {
+                "language": "python",
+                "test_cases": [{**case, "type": "stdin_stdout"} for case in LCB_STDIN],
+            }
         },
         {},
         STDIN_OK,
