@@ -4,6 +4,13 @@ The interface the `code` scorer uses; the sandbox's processes live behind it.
 A program never runs inside a grading worker or the server and shares no
 pipe, pickle stream or shared memory with them: its output comes back as
 bytes and is parsed as data.
+
+`zygote_sandbox.ZygoteSandbox` is the implementation a worker holds. The
+zygote process it starts imports only the stdlib and these modules:
+`zygote` (fork, supervise, answer), `confine` (what a run does to itself),
+`runners` (how a run becomes the program), `seccomp`, `landlock`,
+`namespaces`, `linux` (ctypes calls) and `protocol` (length-prefixed JSON,
+spoken by both sides). docs/sandbox.md describes the layers.
 """
 
 from __future__ import annotations

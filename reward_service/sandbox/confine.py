@@ -104,15 +104,19 @@ def _own_fds(keep: list[int]) -> None:
 
 
 def _set_rlimits(limits: RunLimits, nproc: bool) -> None:
+    """The run's limits, each at most the hard limit the zygote inherited."""
     cpu = max(1, math.ceil(limits.time_s))
     memory = limits.memory_mb * 1024 * 1024
     files = limits.file_mb * 1024 * 1024
-    for which, value in (
-        (resource.RLIMIT_CORE, (0, 0)),
-        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_AS, (memory, memory)),
-        (resource.RLIMIT_FSIZE, (files, files)),
-        (resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES)),
-        *([(resource.RLIMIT_NPROC, (THREADS, THREADS))] if nproc else []),
+    for which, soft, hard in (
+        (resource.RLIMIT_CORE, 0, 0),
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_AS, memory, memory),
+        (resource.RLIMIT_FSIZE, files, files),
+        (resource.RLIMIT_NOFILE, OPEN_FILES, OPEN_FILES),
+        *([(resource.RLIMIT_NPROC, THREADS, THREADS)] if nproc else []),
     ):
-        resource.setrlimit(which, value)
+        ceiling = resource.getrlimit(which)[1]
+        if ceiling != resource.RLIM_INFINITY:
+            soft, hard = min(soft, ceiling), min(hard, ceiling)
+        resource.setrlimit(which, (soft, hard))

@@ -6,6 +6,8 @@ import ast
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -245,6 +247,22 @@ def test_an_unknown_language_is_refused(sandbox: ZygoteSandbox) -> None:
         sandbox.run(Program("cobol", ""), [b""], LIMITS, budget_s=30)
 
 
+def test_limits_above_the_worker_s_own_are_clamped_not_refused() -> None:
+    """A memory limit over the hard limit the worker has runs under that hard limit."""
+    script = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from reward_service.sandbox import Limits, Program\n"
+        "from reward_service.sandbox.zygote_sandbox import ZygoteSandbox\n"
+        "with ZygoteSandbox() as sandbox:\n"
+        "    source = 'import resource; print(resource.getrlimit(resource.RLIMIT_AS)[1] >> 20)'\n"
+        "    (o,) = sandbox.run(Program('python', source), [b''], Limits(2.0, 4096, 1000), 30)\n"
+        "print(o.kind.value, o.stdout.decode().strip())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.stdout.split() == ["ok", "1024"], done.stderr
+
+
 def test_layers_are_known_names_and_include_the_always_on_ones(sandbox: ZygoteSandbox) -> None:
     """Every reported layer is a documented name; process and rlimits are always there."""
     assert {"process", "rlimits"} <= set(sandbox.layers) <= set(LAYERS)
@@ -339,7 +357,7 @@ def test_the_zygote_side_imports_only_the_stdlib_and_its_siblings(module: str) -
         )
     }
     assert "pickle" not in imported
-    outside = {n for n in imported if n.split(".")[0] not in __import__("sys").stdlib_module_names}
+    outside = {n for n in imported if n.split(".")[0] not in sys.stdlib_module_names}
     assert outside <= {
         "reward_service.sandbox",
         *(f"reward_service.sandbox.{m}" for m in ZYGOTE_SIDE),
