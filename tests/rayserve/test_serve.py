@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,7 +29,7 @@ from reward_service.rayserve.placement import PlacementError
 from reward_service.rayserve.spec import ServeSpec
 from reward_service.rayserve.throughput import slime_rewards
 
-from .local_cluster import RAY_WORKER_PORTS, LocalCluster, local_cluster, port
+from .local_cluster import RAY_WORKER_PORTS, LocalCluster, local_cluster, port, ray_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -87,9 +88,16 @@ def _running(cluster: LocalCluster) -> list[str]:
     return sorted(r.replica_id for r in _status(cluster).replicas if r.state == "RUNNING")
 
 
-def _wait_for(cluster: LocalCluster, replicas: int, timeout_s: float = 120) -> list[str]:
+def _wait_for(
+    cluster: LocalCluster, replicas: int, timeout_s: float = 120, gone: str = ""
+) -> list[str]:
+    """Running replica ids, once `replicas` of them run healthy and `gone` is not one."""
     deadline = time.monotonic() + timeout_s
-    while len(running := _running(cluster)) != replicas or not _status(cluster).running:
+    while (
+        len(running := _running(cluster)) != replicas
+        or gone in running
+        or not _status(cluster).running
+    ):
         assert time.monotonic() < deadline, _status(cluster).describe()
         time.sleep(0.5)
     return running
@@ -210,8 +218,8 @@ def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
 
     rewards, retries = asyncio.run(load_and_kill())
     assert rewards == [item["expected"] for item in items]
-    after = _wait_for(cluster, 2)
-    assert victim["replica_id"] not in after and victim["replica_id"] in before
+    assert victim["replica_id"] in before
+    _wait_for(cluster, 2, gone=victim["replica_id"])
     assert retries > 0  # the kill was felt: some requests failed and were retried
 
 
@@ -285,6 +293,45 @@ def test_deploy_without_an_eligible_node_fails_at_once_with_the_fix(
         dashboard.deploy(ServeSpec(node_resource="cpu_pool"), {})
     assert "cpu_pool 0" in str(raised.value)
     assert _status(cluster).running  # the running application was left alone
+
+
+def test_serve_deploy_takes_the_generated_yaml_and_the_token_works_through_serve(
+    cluster: LocalCluster, deployed: str, tmp_path: Any
+) -> None:
+    """`ray config` YAML deployed by `serve deploy` runs; the token's path form passes the proxy."""
+    config = _cli(
+        *("ray", "config", "--replica-env", "REWARD_API_TOKEN=tok3n", "--metrics-port", "0"),
+        *("--http-host", "127.0.0.1", "--http-port", str(cluster.serve_port)),
+    )
+    assert config.returncode == 0, config.stderr
+    path = tmp_path / "reward-service.yaml"
+    path.write_text(config.stdout)
+    serve_cli = str(Path(ray_cli()).with_name("serve"))
+    deploy = subprocess.run(
+        [serve_cli, "deploy", str(path), "--address", cluster.dashboard],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    with Dashboard(cluster.dashboard) as dashboard:
+        dashboard.wait_running(180, say=print)
+    body = {"prompt": "", "response": "\\boxed{2}", "label": "2"}
+    assert httpx.post(deployed, json=body, timeout=30).status_code == 401
+    base = deployed.removesuffix("/score")
+    assert httpx.post(f"{base}/t/tok3n/score", json=body, timeout=30).json() == 1.0
+    check = subprocess.run(
+        [sys.executable, "-m", "reward_service", "slime", "preflight"],
+        env={
+            **os.environ,
+            "SLIME_REWARD_RAY_ADDRESS": cluster.dashboard,
+            "SLIME_REWARD_TOKEN": "tok3n",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stderr
 
 
 def test_delete_removes_the_application(cluster: LocalCluster, deployed: str) -> None:
