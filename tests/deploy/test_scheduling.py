@@ -30,6 +30,8 @@ MiB = 1024 * KiB
 # 1.2-1.7x the body bytes admitted (1 MiB and 8 MiB bodies, batches of 1000 items), so
 # 3x leaves room for the copies sent to workers and fragmentation.
 HTTP_BASE_MIB = 200
+# A sandbox zygote's RSS: ~17 MiB measured (python, the stdlib it preloads).
+ZYGOTE_MIB = 32
 HTTP_IDLE_MIB = 64
 PER_REQUEST_KIB = 32
 PENDING_FACTOR = 3
@@ -138,9 +140,13 @@ def _setting(config: Mapping[str, str], name: str) -> int:
 
 
 def memory_needed(config: Mapping[str, str], cpu_limit: str) -> int:
-    """Bytes the container needs: every worker at its cap, the HTTP process, bodies held."""
+    """Bytes the container needs: every worker at its cap with its sandbox (zygote, one run
+    at its cap, a scratch dir), the HTTP process, bodies held."""
     workers = int(config.get("REWARD_WORKERS", math.ceil(_quantity(cpu_limit))))
-    workers_bytes = workers * _setting(config, "worker_memory_mb") * MiB
+    sandbox_mib = (
+        ZYGOTE_MIB + _setting(config, "code_max_memory_mb") + _setting(config, "code_scratch_mb")
+    )
+    workers_bytes = workers * (_setting(config, "worker_memory_mb") + sandbox_mib) * MiB
     pending_bytes = PENDING_FACTOR * _setting(config, "max_pending_bytes")
     return workers_bytes + HTTP_BASE_MIB * MiB + pending_bytes
 
@@ -150,6 +156,14 @@ def test_memory_covers_workers_http_process_and_bodies(rendered: Rendered) -> No
     limits = rendered.container["resources"]["limits"]
     limit, needed = _quantity(limits["memory"]), memory_needed(rendered.config, limits["cpu"])
     assert limit >= needed, f"{rendered.overlay}: {limit / MiB:.0f} MiB < {needed / MiB:.0f} MiB"
+
+
+def test_memory_check_fails_when_code_runs_may_grow(rendered: Rendered) -> None:
+    """Doubling a code run's memory cap without raising the limit breaks the memory arithmetic."""
+    limits = rendered.container["resources"]["limits"]
+    cap = _setting(rendered.config, "code_max_memory_mb")
+    grown = {**rendered.config, "REWARD_CODE_MAX_MEMORY_MB": str(2 * cap)}
+    assert _quantity(limits["memory"]) < memory_needed(grown, limits["cpu"])
 
 
 def test_memory_check_fails_when_the_body_budget_grows(rendered: Rendered) -> None:
