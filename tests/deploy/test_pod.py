@@ -105,6 +105,14 @@ def test_config_validates_as_settings(rendered: Rendered, monkeypatch: pytest.Mo
     assert Settings().api_token is not None
 
 
+def test_config_requires_the_seccomp_layer(
+    rendered: Rendered, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pod refuses to start where the code sandbox's seccomp filter cannot be installed."""
+    _set_pod_environment(rendered, monkeypatch, {TOKEN_SECRET: "s3cret"})
+    assert "seccomp" in Settings().code_required_layers
+
+
 @pytest.mark.parametrize("token", ["", "\n"])
 def test_empty_token_secret_stops_the_service(
     rendered: Rendered, monkeypatch: pytest.MonkeyPatch, token: str
