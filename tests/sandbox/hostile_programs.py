@@ -238,11 +238,14 @@ PROGRAMS: tuple[Hostile, ...] = (
         time_s=2.0,
         memory_mb=512,
     ),
-    _h(
-        "leave_output",
-        "print a fresh marker, for the next program to look for in memory",
-        'import os\nprint("leftover" + os.urandom(16).hex())\n',
-        OK,
+    *(
+        _h(
+            f"leave_output_{copies}",
+            "print a fresh marker (as one more answer's output), for a later run to find in memory",
+            f'import os\nprint(("leftover" + os.urandom(16).hex() + "\\n") * {copies})\n',
+            OK,
+        )
+        for copies in (10, 400, 1200)
     ),
     _h(
         "scan_inherited_heap",
@@ -510,6 +513,41 @@ if (":%04X" % SERVICE_PORT) in tcp:
         OK,
         ERR,
     ),
+    _h(
+        "trace_parent",
+        "reach its parent by ptrace, process_vm_readv, pidfd, prlimit and kill(0) (no harm done)",
+        """\
+       import ctypes, os, platform
+       libc = ctypes.CDLL(None, use_errno=True)
+       libc.syscall.restype = ctypes.c_long
+       ppid, got = os.getppid(), []
+       class Iovec(ctypes.Structure):
+           _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+       buf = ctypes.create_string_buffer(8)
+       local, remote = Iovec(ctypes.addressof(buf), 8), Iovec(id(None), 8)
+       limit = (ctypes.c_uint64 * 2)()
+       calls = {
+           "ptrace_seize": (101, 0x4206, ppid, 0, 0),
+           "process_vm_readv": (310, ppid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0),
+           "pidfd_open": (434, ppid, 0),
+           "prlimit64_get": (302, ppid, 4, None, ctypes.byref(limit)),
+           "kill_sig0": (62, ppid, 0),
+       }
+       if platform.machine() == "x86_64" and ppid > 0:
+           for name, (nr, *args) in calls.items():
+               result = libc.syscall(ctypes.c_long(nr), *args)
+               got.append((name, result, os.strerror(ctypes.get_errno()) if result < 0 else ""))
+               if name == "pidfd_open" and result >= 0:
+                   sent = libc.syscall(ctypes.c_long(424), int(result), 0, None, 0)
+                   got.append(("pidfd_send_signal_sig0", sent, ""))
+       print("parent", ppid, got)
+       reached = [name for name, result, _ in got if result >= 0]
+       if reached:
+           print("ACHIEVED reached its parent through", reached)
+       """,
+        OK,
+        ERR,
+    ),
     # processes
     _h(
         "subprocess_spawn",
@@ -616,7 +654,7 @@ if (":%04X" % SERVICE_PORT) in tcp:
     ),
     _h(
         "disk_many_files",
-        "write 1 MiB files without end: twice the scratch size in all",
+        "write 1 MiB files without end, up to 4 times the scratch size",
         """\
        import os
        chunk, n = b"x" * (1 << 20), 0
@@ -624,7 +662,7 @@ if (":%04X" % SERVICE_PORT) in tcp:
            with open("f%d" % n, "wb") as f:
                f.write(chunk)
            n += 1
-           if n >= 128:
+           if n >= 256:
                print("ACHIEVED wrote", n, "files of 1 MiB", flush=True)
                os._exit(0)
        """,
@@ -669,6 +707,51 @@ if (":%04X" % SERVICE_PORT) in tcp:
         OUT,
     ),
     _h(
+        "raise_own_limits",
+        "raise its own hard limits (memory, files, processes) and then use them",
+        """\
+       import os, resource
+       raised = []
+       for name in ("AS", "FSIZE", "NPROC", "NOFILE", "CPU"):
+           which = getattr(resource, "RLIMIT_" + name)
+           try:
+               resource.setrlimit(which, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+               raised.append(name)
+           except (OSError, ValueError):
+               pass
+       print("raised", raised)
+       if raised:
+           print("ACHIEVED raised its hard limits", raised)
+       """,
+        OK,
+        ERR,
+    ),
+    _h(
+        "ignore_cpu_signal",
+        "ignore SIGXCPU and spin past the CPU limit",
+        """\
+       import signal, time
+       signal.signal(signal.SIGXCPU, signal.SIG_IGN)
+       start = time.monotonic()
+       while time.monotonic() - start < 10:
+           pass
+       print("ACHIEVED ran 10 s with SIGXCPU ignored")
+       """,
+        TIME,
+    ),
+    _h(
+        "close_streams_and_linger",
+        "close its standard streams so the sandbox sees end of file, then keep running",
+        """\
+       import os, time
+       os.closerange(0, 3)
+       start = time.monotonic()
+       while time.monotonic() - start < 10:
+           pass
+       """,
+        TIME,
+    ),
+    _h(
         "cpu_loop",
         "spin the CPU forever",
         """\
@@ -686,8 +769,35 @@ if (":%04X" % SERVICE_PORT) in tcp:
         "import time\ntime.sleep(10)\nprint('ACHIEVED slept 10 s')\n",
         TIME,
     ),
+    _h(
+        "renice_and_pin",
+        "lower the priority of every process of its uid, pin every process it may to one CPU",
+        """\
+       import os
+       done = []
+       for which, who in ((os.PRIO_PROCESS, os.getppid()), (os.PRIO_USER, os.getuid())):
+           try:
+               os.setpriority(which, who, 19)
+               done.append(("setpriority", which, who))
+           except OSError as exc:
+               done.append(("setpriority", which, who, exc.strerror))
+       pinned = []
+       for pid in range(1, 4096):
+           if pid != os.getpid():
+               try:
+                   os.sched_setaffinity(pid, {0})
+                   pinned.append(pid)
+               except OSError:
+                   pass
+       print(done, "pinned", pinned)
+       if pinned:
+           print("ACHIEVED pinned", len(pinned), "other processes to CPU 0")
+       """,
+        OK,
+        ERR,
+    ),
 )
-"""In run order: quiet attacks first, the bombs last."""
+"""In run order: quiet attacks first, the bombs, then what cannot be undone (a lower priority)."""
 
 BY_NAME = {program.name: program for program in PROGRAMS}
 

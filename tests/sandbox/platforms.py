@@ -21,6 +21,7 @@ import sys
 PROFILES: dict[str, tuple[str, ...]] = {
     "full": (),
     "root-pod": ("namespaces",),
+    "root-nocaps-pod": ("namespaces", "capabilities"),
     "nonroot-pod": ("namespaces", "root"),
     "nonroot-old-kernel": ("namespaces", "root", "landlock"),
 }
@@ -73,19 +74,25 @@ def _prctl(libc: ctypes.CDLL, option: int, arg: object, what: str) -> None:
 
 
 def command(profile: str, inner: list[str]) -> list[str]:
-    """`inner` on the profile's platform: its filter put on first, and if unprivileged as uid
-    10001 in a user namespace (no capabilities, as in the manifests; outside, the uid maps to
-    this user, so the interpreter stays readable)."""
+    """`inner` on the profile's platform: its filter put on first; without `capabilities` as root
+    that holds none (securebits `noroot`: no exec regains them); without `root` as uid 10001 in
+    a user namespace (no capabilities, as in the manifests; outside, the uid maps to this user,
+    so the interpreter stays readable)."""
     line = [sys.executable, "-m", "tests.sandbox.platforms", profile, "--", *inner]
-    if "root" not in PROFILES[profile]:
-        return line
-    unshare = shutil.which("unshare") or "unshare"
-    return [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *line]
+    take = PROFILES[profile]
+    if "capabilities" in take:
+        setpriv = [shutil.which("setpriv") or "setpriv", "--inh-caps=-all", "--ambient-caps=-all"]
+        setpriv += ["--bounding-set=-all", "--securebits=+noroot,+noroot_locked", "--"]
+        line = [*setpriv, *line]
+    if "root" in take:
+        unshare = shutil.which("unshare") or "unshare"
+        line = [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *line]
+    return line
 
 
 def install(profile: str) -> None:
     """Take away what `profile` names from this process and everything it starts."""
-    take = set(PROFILES[profile]) - {"root"}
+    take = set(PROFILES[profile]) - {"root", "capabilities"}
     if not take:
         return
     libc = ctypes.CDLL(None, use_errno=True)

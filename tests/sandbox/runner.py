@@ -45,6 +45,7 @@ from tests.sandbox.hostile_programs import (
 
 LEFTOVER = re.compile(r"leftover[0-9a-f]{32}")
 """The marker `leave_output` prints; seen again in a later run's output, memory leaked across."""
+ALL_CPUS = os.sched_getaffinity(0)
 REPO = Path(__file__).resolve().parents[2]
 SCRATCH_MB = 64
 SURVIVOR_GRACE_S = 1.0
@@ -226,6 +227,7 @@ class Harness:
             )
             return
         hits_before = dict(self.listeners.hits)
+        scheduling_before = scheduling()
         limits = Limits(hostile.time_s, hostile.memory_mb, hostile.output_bytes)
         with Sampler().watching() as sampler:
             outcome = self.run_one(hostile.source(target), b"", limits)
@@ -263,6 +265,12 @@ class Harness:
             for name, n in self.listeners.hits.items()
             if n != hits_before[name]
         ]
+        holes += [
+            f"(nice, cpus) of {who} changed: {scheduling_before[pid][1]} -> {now}"
+            for pid, (who, now) in scheduling().items()
+            if pid in scheduling_before and scheduling_before[pid][1] != now
+        ]
+        restore_affinity()
         if state := self.bystander_state():
             holes.append(state)
         if problem := self.healthy():
@@ -294,6 +302,24 @@ class Harness:
             if found:
                 late[hostile.name] = found
         self.emit("late", files=late, survivors=self.survivors())
+
+
+def scheduling() -> dict[int, tuple[str, tuple[int, int]]]:
+    """Nice value and CPU count of every process here: a run must change neither of another's."""
+    found = {}
+    for process in procs.processes():
+        with contextlib.suppress(OSError):
+            nice = os.getpriority(os.PRIO_PROCESS, process.pid)
+            cpus = len(os.sched_getaffinity(process.pid))
+            found[process.pid] = (process.comm, (nice, cpus))
+    return found
+
+
+def restore_affinity() -> None:
+    """Every CPU back for every process here, after a run that pinned them."""
+    for process in procs.processes():
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(process.pid, ALL_CPUS)
 
 
 def files_outside(target: Target, extra: list[str]) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.sandbox import confine, platforms
-from tests.sandbox.hostile_programs import BY_NAME, PROGRAMS, Target
+from tests.sandbox.hostile_programs import BY_NAME, PROGRAMS, Hostile, Target, served_source
 from tests.sandbox.platforms import PROFILES
 from tests.sandbox.runner import Listeners
 
@@ -87,6 +87,14 @@ def attacks(
             break
         left = left[1:]  # the first program left is the one its run did not survive
     yield runs
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
+def test_every_hostile_program_compiles(program: Hostile) -> None:
+    """A program that cannot compile would end `runtime_error` and pass without attacking."""
+    target = Target("hostile-compile", 1, 2, 3, 4, "unix", "/repo", "/home", "/site")
+    compile(program.source(target), program.name, "exec")
+    compile(served_source(program, target), program.name, "exec")
 
 
 def test_outer_namespace_is_proven_before_anything_runs(attacks: list[Attack]) -> None:

@@ -215,8 +215,11 @@ def campaign(
                 _code_body(FORK_GATE, {"inputs": [""], "outputs": ["bounded"]}),
                 [],
             )
-            secret_label = {"inputs": ["x"], "outputs": [found.label_canary]}
-            _post(client, f"{server.url}/score/code", _code_body("print(1)", secret_label), [])
+            echo = "import sys\nsys.stdout.write(sys.stdin.read())\n"
+            for copies in range(1000, 1004):  # four labels: every worker grades one
+                text = (found.label_canary + "\n") * copies
+                label = {"inputs": [text], "outputs": [text]}
+                _post(client, f"{server.url}/score/code", _code_body(echo, label), [])
             jobs = []
             for hostile in PROGRAMS:
                 if hostile.gate == "fork" and found.fork_gate.get("reward") != 1.0:
@@ -297,6 +300,8 @@ def test_hostile_program_gets_zero(campaign: Campaign, hostile: Hostile) -> None
     failure = answer.get("first_failure") or {}
     assert answer.get("reward") == 0.0, answer
     assert failure.get("kind") in _expected_kinds(hostile), answer
+    leaked = [name for name, canary in campaign.canaries.items() if canary in json.dumps(answer)]
+    assert not leaked, f"{hostile.name} exfiltrated {leaked} through its answer"
     said = str(failure.get("stderr")).splitlines()
     assert not [line for line in said if line.startswith(ACHIEVED)], answer
 
