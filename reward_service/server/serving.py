@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import math
+import os
 import signal
 import socket
 from collections.abc import Iterator
@@ -20,6 +22,9 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _DRAIN_NOTICE_S = 0.5
 """After SIGTERM, time the listener stays open with /readyz answering 503 (requests still
 served), so that a prober sees the drain before connections are refused."""
+_PR_SET_DUMPABLE = 4
+_SECRETS = ("API_TOKEN",)
+"""Settings fields whose `REWARD_` variables no child process gets."""
 _KEEPALIVE = (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3))
 """Probe an idle peer after 30 s, every 10 s; drop it after 3 unanswered probes."""
 
@@ -92,6 +97,23 @@ class _DrainingServer(uvicorn.Server):
         self.should_exit = True
 
 
+def keep_secrets_here() -> None:
+    """Keep the API token in this process: out of every child's and same-uid reader's reach.
+
+    Call once settings are read. Processes started later (the forkserver, the
+    workers, the code sandbox) inherit no `REWARD_API_TOKEN`; and this
+    process's own `/proc/<pid>/environ`, which still holds the environment
+    it started with, becomes unreadable to other processes of its uid (not
+    dumpable): a model-written program that got past the sandbox's read
+    confinement still finds no token.
+    """
+    prefix = Settings.model_config.get("env_prefix", "")
+    for name in _SECRETS:
+        os.environ.pop(f"{prefix}{name}", None)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def serve(settings: Settings) -> None:
     """Serve until SIGTERM or SIGINT, then drain.
 
@@ -99,6 +121,7 @@ def serve(settings: Settings) -> None:
     when it cannot listen, both before any worker starts.
     """
     app = create_app(settings)
+    keep_secrets_here()
     sockets = bind_sockets(settings.host, settings.port)
     config = uvicorn.Config(
         app,
