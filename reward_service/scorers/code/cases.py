@@ -13,11 +13,11 @@ they arrive as options, and are read from there. The formats:
   each output the expected return value;
 * LiveCodeBench: a list of `{"input", "output", "testtype"}` (under
   `tests`, `test_cases`, `public_test_cases`/`private_test_cases` or as the
-  label itself); `functional` inputs are newline-separated JSON arguments and
-  outputs JSON values (open-r1's `verification_info.test_cases` with `type`
-  `stdin_stdout` read the same), the function named by `fn_name` or by `func_name` in
-  `metadata` (an object or a JSON string) of the label or of its first test
-  (rLLM/DeepCoder put it there); a list mixes no test types;
+  label itself; open-r1's `verification_info.test_cases` with `type`
+  `stdin_stdout` too); `functional` inputs are newline-separated JSON
+  arguments and outputs JSON values, the function named by `fn_name` or by
+  `func_name` in `metadata` (an object or a JSON string) of the label or of
+  its first test (rLLM/DeepCoder put it there); a list mixes no test types;
 * assert-style: `tests` or `test_list` (a string of statements, or a list of
   them, MBPP) with optional `test_imports` and `test_setup_code`, or `test`
   and `entry_point` (HumanEval: `test` defines `check(candidate)`).
