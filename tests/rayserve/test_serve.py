@@ -224,12 +224,14 @@ def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
 
 
 def test_scaling_down_under_load_drains_the_removed_replica(
-    cluster: LocalCluster, deployed: str
+    cluster: LocalCluster, deployed: str, metrics_port: int
 ) -> None:
     """Redeploying 2 -> 1 replica under load: every request answered first time, none retried."""
     before = _wait_for(cluster, 2)
     items = grpo_workload(seed=18, answers=1500)
-    spec = ServeSpec(replicas=1, host="127.0.0.1", port=cluster.serve_port)
+    spec = ServeSpec(
+        replicas=1, host="127.0.0.1", port=cluster.serve_port, metrics_port=metrics_port
+    )
 
     async def load_and_scale() -> tuple[list[float], int]:
         bodies = [request_body(i) for i in items]
@@ -247,11 +249,22 @@ def test_scaling_down_under_load_drains_the_removed_replica(
     assert kept in before  # scaled in place: the other replica was not restarted
 
 
+def _scored(metrics_port: int) -> float:
+    """Requests to /score a replica answered, from its own /metrics."""
+    text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("reward_http_requests_total{") and 'route="/score"' in line
+    )
+
+
 def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
-    cluster: LocalCluster, deployed: str
+    cluster: LocalCluster, deployed: str, metrics_port: int
 ) -> None:
-    """Sustained load past the target brings a second replica; idle, it goes again."""
+    """Sustained load brings a second replica, which takes traffic; idle, it goes again."""
     spec = ServeSpec(
+        metrics_port=metrics_port,
         replicas=1,
         max_replicas=2,
         target_ongoing_requests=4,
@@ -278,6 +291,11 @@ def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
 
     upscaled_after = asyncio.run(load_until_two())
     print(f"second replica after {upscaled_after:.1f}s of load")
+    before = [_scored(metrics_port), _scored(metrics_port + 1)]
+    items = grpo_workload(seed=99, answers=256)
+    asyncio.run(slime_rewards(deployed, [request_body(i) for i in items]))
+    after = [_scored(metrics_port), _scored(metrics_port + 1)]
+    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
     _wait_for(cluster, 1, timeout_s=120)
 
 
