@@ -4,7 +4,9 @@ Stdlib only (the zygote imports it). The filter allows by default and denies
 what a solution never needs: sockets, signals to any process but the run's
 own, tracing, new processes (threads stay allowed: `clone` with
 CLONE_THREAD and no namespace flag), exec, sessions and process groups,
-namespaces and mounts, and the kernel's administrative calls. `clone3`
+namespaces and mounts, System V IPC objects and message queues (they would
+outlive the run), typing into a terminal (TIOCSTI), and the kernel's
+administrative calls. `clone3`
 answers ENOSYS so that glibc falls back to `clone`, whose flags the filter
 can read. A call from another ABI (i386 or x32 on x86_64) kills the run.
 
@@ -54,7 +56,16 @@ FILE_WRITES = (
     "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
 )  # fmt: skip
 """Calls that answer EACCES under `read_only_files`."""
-_SPECIAL = (*_OWN_PID_IN_ARG0, *_OPEN_FLAGS_ARG, *FILE_WRITES, "openat2", "clone", "clone3")
+_TERMINAL_IOCTLS = (0x5412, 0x541C)  # TIOCSTI (type into a terminal), TIOCLINUX
+_SPECIAL = (
+    *_OWN_PID_IN_ARG0,
+    *_OPEN_FLAGS_ARG,
+    *FILE_WRITES,
+    "openat2",
+    "clone",
+    "clone3",
+    "ioctl",
+)
 DENIED = tuple(name for name in linux.SYSCALLS if name not in (*_SPECIAL, "prlimit64"))
 """Calls that answer EPERM whatever their arguments."""
 
@@ -102,6 +113,8 @@ class SyscallFilter:
                 program += [_op(_JEQ_K, number, jf=1), _op(_RET_K, denial)]
         program += _only_if("clone", 0, linux.CLONE_THREAD | _NAMESPACE_FLAGS, linux.CLONE_THREAD)
         program += _only_if("prlimit64", 0, 0xFFFFFFFF, 0)
+        for request in _TERMINAL_IOCTLS:
+            program += _deny_if("ioctl", 1, request)
         if read_only_files:
             for name, arg in _OPEN_FLAGS_ARG.items():
                 program += _only_if(name, arg, _WRITE_FLAGS, 0, _EACCES)
@@ -122,6 +135,23 @@ class SyscallFilter:
         fprog = _SockFprog(self.length, ctypes.cast(buffer, ctypes.c_char_p))
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
         linux.prctl(linux.PR_SET_SECCOMP, 2, ctypes.c_void_p(ctypes.addressof(fprog)))
+
+
+def _deny_if(name: str, arg: int, value: int) -> list[tuple[int, int, int, int]]:
+    """EPERM for `name` when `args[arg]` (low 32 bits) is `value`; nr is reloaded after."""
+    return [
+        _op(_JEQ_K, _number(name), jf=4),
+        _op(_LD_W_ABS, _ARGS_LOW + 8 * arg),
+        _op(_JEQ_K, value, jf=1),
+        _op(_RET_K, _EPERM),
+        _op(_LD_W_ABS, _NR),
+    ]
+
+
+def _number(name: str) -> int:
+    number = linux.syscall_number(name)
+    assert number is not None, name
+    return number
 
 
 def _only_if(

@@ -6,12 +6,15 @@ reports the errno; if a layer failed open, the probe does nothing harmful.
 
 from __future__ import annotations
 
+import ctypes
 import errno
+import fcntl
 import json
 import os
 import socket
 import sys
 import tempfile
+import termios
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +75,35 @@ def test_the_filter_denies_what_a_solution_never_needs() -> None:
         },
     )
     assert results == {name: errno.EPERM for name in results}
+
+
+def _shm_segment() -> None:
+    """Create a System V shared memory segment (and remove it again if that worked)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    segment = libc.shmget(0, 4096, 0o600 | 0o1000)  # IPC_PRIVATE, IPC_CREAT
+    if segment < 0:
+        raise OSError(ctypes.get_errno(), "shmget")
+    libc.shmctl(segment, 0, None)  # IPC_RMID
+
+
+def _type_into(fd: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+
+
+@needs_seccomp
+def test_the_filter_refuses_objects_that_outlive_the_run_and_terminal_typing() -> None:
+    """System V segments answer EPERM, and TIOCSTI answers EPERM rather than ENOTTY."""
+    syscall_filter = SyscallFilter()
+    r, w = os.pipe()
+    try:
+        results = in_child(
+            lambda: syscall_filter.install(os.getpid()),
+            lambda: {"shmget": errno_of(_shm_segment), "TIOCSTI": errno_of(lambda: _type_into(r))},
+        )
+    finally:
+        os.close(r)
+        os.close(w)
+    assert results == {"shmget": errno.EPERM, "TIOCSTI": errno.EPERM}
 
 
 @needs_seccomp
