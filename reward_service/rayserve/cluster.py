@@ -127,6 +127,13 @@ class Dashboard:
         say(f"ray: {len(eligible)} CPU node(s) may hold replicas: {where}")
         config = spec.config(secrets, self._others(self.details()))
         self._request("PUT", "/api/serve/applications/", json=config)
+        running = _http_options(self.details())
+        if (running["host"], running["port"]) != (spec.host, spec.port):
+            say(
+                f"ray: warning: Serve was already listening on {running['host']}:"
+                f"{running['port']} and keeps it (--http-host/--http-port apply only when "
+                "no Serve application runs)"
+            )
         cpus = spec.cpus_per_replica
         say(f"ray: deployed {APP_NAME}: {spec.replicas} replica(s) of {cpus:g} CPU")
         return self.wait_running(wait_s, say)

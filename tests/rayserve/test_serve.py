@@ -313,6 +313,18 @@ def test_deploy_without_an_eligible_node_fails_at_once_with_the_fix(
     assert _status(cluster).running  # the running application was left alone
 
 
+def test_redeploying_on_another_port_says_serve_keeps_its_own(
+    cluster: LocalCluster, deployed: str, metrics_port: int
+) -> None:
+    """Serve keeps the HTTP port it started with: deploy says so and reports the real endpoint."""
+    said: list[str] = []
+    spec = ServeSpec(host="127.0.0.1", port=port(), metrics_port=metrics_port)
+    with Dashboard(cluster.dashboard) as dashboard:
+        status = dashboard.deploy(spec, {}, wait_s=120, say=said.append)
+    assert any(f"already listening on 127.0.0.1:{cluster.serve_port}" in line for line in said)
+    assert f"{status.endpoint}/score" == deployed
+
+
 def test_serve_deploy_takes_the_generated_yaml_and_the_token_works_through_serve(
     cluster: LocalCluster, deployed: str, tmp_path: Any
 ) -> None:
