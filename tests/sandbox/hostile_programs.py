@@ -705,6 +705,7 @@ if (":%04X" % SERVICE_PORT) in tcp:
        """,
         TIME,
         OUT,
+        time_s=0.5,
     ),
     _h(
         "raise_own_limits",
@@ -738,6 +739,7 @@ if (":%04X" % SERVICE_PORT) in tcp:
        print("ACHIEVED ran 10 s with SIGXCPU ignored")
        """,
         TIME,
+        time_s=0.5,
     ),
     _h(
         "close_streams_and_linger",
@@ -750,6 +752,7 @@ if (":%04X" % SERVICE_PORT) in tcp:
            pass
        """,
         TIME,
+        time_s=0.5,
     ),
     _h(
         "cpu_loop",
@@ -762,12 +765,14 @@ if (":%04X" % SERVICE_PORT) in tcp:
        print("ACHIEVED ran 10 s of CPU")
        """,
         TIME,
+        time_s=0.5,
     ),
     _h(
         "sleep",
         "sleep past any wall limit",
         "import time\ntime.sleep(10)\nprint('ACHIEVED slept 10 s')\n",
         TIME,
+        time_s=0.5,
     ),
     _h(
         "renice_and_pin",

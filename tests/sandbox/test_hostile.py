@@ -66,7 +66,10 @@ def _confined_run(tmp: Path, profile: str, attempt: int, only: list[str] | None)
     return Attack(confine.read_report(report), confine.read_report(results), logs)
 
 
-@pytest.fixture(scope="module", params=list(PROFILES))
+@pytest.fixture(
+    scope="module",
+    params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in PROFILES],
+)
 def attacks(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[list[Attack]]:

@@ -184,7 +184,10 @@ def _attack(
         campaign.answers[name] = {"transport_error": repr(exc)}
 
 
-@pytest.fixture(scope="module", params=LIVE_PROFILES)
+@pytest.fixture(
+    scope="module",
+    params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in LIVE_PROFILES],
+)
 def campaign(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Campaign]:
