@@ -84,15 +84,20 @@ def _on_ray(dashboard: Dashboard, args: argparse.Namespace) -> str:
 
 
 def _resolved(config: LaunchConfig, args: argparse.Namespace) -> str:
-    """The URL SLIME should post to; with a Ray address and no URL, the Serve application's."""
-    if config.ray_address and not config.url:
-        with Dashboard(config.ray_address) as dashboard:
-            base = _on_ray(dashboard, args)
-        config = dataclasses.replace(config, url=score_url(base, config.scorer))
-    elif getattr(args, "ray_serve", None):
+    """The URL SLIME should post to; with a Ray address and no URL, the Serve application's.
+
+    `--ray-serve` deploys or checks the application even beside an explicit URL.
+    """
+    ray_serve = getattr(args, "ray_serve", None)
+    if ray_serve and not config.ray_address:
         raise ConfigError(
             "--ray-serve needs the cluster: --ray-address or SLIME_REWARD_RAY_ADDRESS"
         )
+    if config.ray_address and (ray_serve or not config.url):
+        with Dashboard(config.ray_address) as dashboard:
+            base = _on_ray(dashboard, args)
+        if not config.url:
+            config = dataclasses.replace(config, url=score_url(base, config.scorer))
     return resolve_url(config)
 
 

@@ -114,3 +114,17 @@ def test_launch_refuses_when_the_service_is_down(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "reward-service slime: error: reward service not ready" in result.stderr
     assert not (tmp_path / "argv.json").exists()
+
+
+def test_ray_serve_without_a_cluster_is_refused() -> None:
+    """`launch --ray-serve check` with no Ray address exits 1 naming the missing option."""
+    command = [sys.executable, "-m", "reward_service", "slime", "launch", "--ray-serve", "check"]
+    result = subprocess.run(
+        [*command, "--", "true"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("SLIME_REWARD_")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "--ray-serve needs the cluster: --ray-address" in result.stderr

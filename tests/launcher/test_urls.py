@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.launcher.config import ConfigError, LaunchConfig, secrets_from_env
+from reward_service.launcher.config import (
+    ConfigError,
+    LaunchConfig,
+    ray_dashboard,
+    secrets_from_env,
+)
 from reward_service.launcher.urls import (
     batch_url,
     readyz_url,
     resolve_url,
+    score_url,
     scorer_url,
     with_detail,
 )
@@ -141,3 +147,29 @@ def test_secrets_from_env_names_missing_variables() -> None:
     assert secrets_from_env(["A"], {"A": "1"}) == {"A": "1"}
     with pytest.raises(ConfigError, match="HF_TOKEN"):
         secrets_from_env(["HF_TOKEN"], {})
+
+
+@pytest.mark.parametrize(
+    ("base", "scorer", "expected"),
+    [
+        ("http://10.0.0.2:8000", None, "http://10.0.0.2:8000/score"),
+        ("http://10.0.0.2:8000/", "math_verify", "http://10.0.0.2:8000/score/math_verify"),
+        ("http://[fd00::2]:8000", "a/b", "http://[fd00::2]:8000/score/a%2Fb"),
+    ],
+)
+def test_score_url_on_a_serve_endpoint(base: str, scorer: str | None, expected: str) -> None:
+    """A Serve endpoint becomes the scoring URL, the scorer quoted as one path segment."""
+    assert score_url(base, scorer) == expected
+
+
+def test_ray_addresses_come_from_their_own_variables() -> None:
+    """SLIME_REWARD_RAY_ADDRESS locates the service; RAY_ADDRESS only defaults --address."""
+    config = LaunchConfig.from_env({"SLIME_REWARD_RAY_ADDRESS": "http://head:8265"})
+    assert config.ray_address == "http://head:8265"
+    assert LaunchConfig.from_env({"RAY_ADDRESS": "http://head:8265"}).ray_address is None
+    assert ray_dashboard(None, {"RAY_ADDRESS": "http://h:8265"}) == "http://h:8265"
+    assert (
+        ray_dashboard("http://given:8265", {"RAY_ADDRESS": "http://h:8265"}) == "http://given:8265"
+    )
+    with pytest.raises(ConfigError, match="--address"):
+        ray_dashboard(None, {})
