@@ -58,6 +58,8 @@ STDERR_TAIL = 1024
 _STDERR_WINDOW = 64 * 1024
 _CHUNK = 65536
 _DRAIN_S = 1.0
+RUN_OVERHEAD_S = 0.05
+"""Set aside per run, beyond its time limit, when deciding whether it fits in the budget."""
 _PROBE_IMPORTS = ("colorsys", "datetime", "cmath", "array", "textwrap")
 """Stdlib modules a probe run imports from disk (those the zygote has not imported)."""
 
@@ -136,13 +138,12 @@ class Zygote:
         probe = {
             "language": "python",
             "source": f"import os\nfor p in {paths!r}:\n    os.listdir(p)\n{imports}print('ok')\n",
-            "stdin": "",
             "time_s": 10,
             "memory_mb": 512,
             "output_bytes": 1024,
         }
         for _ in range(4):
-            reply = self.run(probe)
+            reply = self.run(probe, b"")
             if reply["kind"] == "ok" and protocol.from_text(reply["stdout"]) == b"ok\n":
                 return None
             failed = reply.get("confinement") or ("uid" if self.confinement.run_uid else None)
@@ -159,10 +160,26 @@ class Zygote:
                 return f"self-test failed: {reply['stderr']}"
         return "self-test failed"
 
-    def run(self, request: protocol.Message) -> protocol.Message:
-        runner = RUNNERS.get(request["language"])
-        if runner is None:
-            return {"error": f"unknown language {request['language']!r}"}
+    def serve(self, request: protocol.Message, control_out: int) -> None:
+        """Run the program once per stdin of `request`, answering each outcome as it ends.
+
+        Stops after the first failure when asked, and before a run that could
+        overrun the request's budget; a final `{"done": true}` closes the answer.
+        """
+        started = time.monotonic()
+        for stdin in request["stdins"]:
+            left = float(request["budget_s"]) - (time.monotonic() - started)
+            if left < float(request["time_s"]) + RUN_OVERHEAD_S:
+                break
+            outcome = self.run(request, protocol.from_text(stdin))
+            protocol.write_all(control_out, protocol.encode(outcome))
+            if request["stop_at_first_failure"] and outcome["kind"] != "ok":
+                break
+        protocol.write_all(control_out, protocol.encode({"done": True}))
+
+    def run(self, request: protocol.Message, stdin: bytes) -> protocol.Message:
+        """One run of `request`'s program on `stdin`."""
+        runner = RUNNERS[request["language"]]
         limits = RunLimits(float(request["time_s"]), int(request["memory_mb"]), self.scratch_mb)
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
@@ -189,7 +206,7 @@ class Zygote:
             )
             seen, ended = self._supervise(
                 pid,
-                protocol.from_text(request["stdin"]),
+                stdin,
                 (stdin_w, stdout_r, stderr_r, report_r),
                 started + limits.time_s,
                 int(request["output_bytes"]),
@@ -484,7 +501,7 @@ def main() -> None:
             request = protocol.read_message(control_in)
             if request is None:
                 break
-            protocol.write_all(control_out, protocol.encode(zygote.run(request)))
+            zygote.serve(request, control_out)
     finally:
         zygote.close()
 

@@ -28,8 +28,6 @@ ZYGOTE = Path(__file__).with_name("zygote.py")
 _START_TIMEOUT_S = 30.0
 _REPLY_GRACE_S = 10.0
 """Beyond a run's own time limit: fork, drain, clean-up, and a loaded machine."""
-_RUN_OVERHEAD_S = 0.05
-"""Set aside per run when deciding whether the next one fits in the budget."""
 _CLOSE_TIMEOUT_S = 5.0
 _HELLO_BYTES = 64 * 1024
 """The most a reply holds besides its base64 stdout (the stderr tail, small fields)."""
@@ -74,14 +72,24 @@ class ZygoteSandbox:
             raise ValueError(f"no runner for language {program.language!r}")
         started = time.monotonic()
         outcomes: list[Outcome] = []
-        for stdin in stdins:
-            left = budget_s - (time.monotonic() - started)
-            if left < limits.time_s + _RUN_OVERHEAD_S:
-                break
-            outcome = self._run_once(program, stdin, limits)
-            outcomes.append(outcome)
-            if stop_at_first_failure and outcome.kind is not Kind.OK:
-                break
+        for _ in range(2):  # a zygote lost on the way is replaced once; the runs left go on
+            left = stdins[len(outcomes) :]
+            if not left or (
+                stop_at_first_failure and outcomes and outcomes[-1].kind is not Kind.OK
+            ):
+                return outcomes
+            attempt = time.monotonic()
+            try:
+                budget_left = budget_s - (attempt - started)
+                self._stream(program, left, limits, budget_left, stop_at_first_failure, outcomes)
+                return outcomes
+            except (OSError, protocol.ProtocolError) as e:
+                lost = e
+                self._kill()
+        elapsed = time.monotonic() - attempt
+        outcomes.append(
+            Outcome(Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, elapsed)
+        )
         return outcomes
 
     def close(self) -> None:
@@ -132,34 +140,42 @@ class ZygoteSandbox:
             raise SandboxUnavailable(f"the sandbox's zygote did not start: {reason}")
         return tuple(layers)
 
-    def _run_once(self, program: Program, stdin: bytes, limits: Limits) -> Outcome:
-        """One run; a zygote lost during it is replaced and the run tried once more."""
+    def _stream(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        stop_at_first_failure: bool,
+        outcomes: list[Outcome],
+    ) -> None:
+        """One request for all of `stdins`; each outcome is appended as the zygote answers it."""
+        if self._process is None or self._process.poll() is not None:
+            self._restart()
+        assert self._process is not None and self._process.stdin is not None
         request = {
             "language": program.language,
             "source": program.source,
-            "stdin": protocol.to_text(stdin),
+            "stdins": [protocol.to_text(stdin) for stdin in stdins],
             "time_s": limits.time_s,
             "memory_mb": limits.memory_mb,
             "output_bytes": limits.output_bytes,
+            "budget_s": budget_s,
+            "stop_at_first_failure": stop_at_first_failure,
         }
-        started = time.monotonic()
-        for _ in range(2):
-            if self._process is None or self._process.poll() is not None:
-                self._restart()
-            assert self._process is not None and self._process.stdin is not None
-            try:
-                protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
-                deadline = time.monotonic() + limits.time_s + _REPLY_GRACE_S
-                reply = self._receive(deadline, _HELLO_BYTES + limits.output_bytes * 4 // 3 + 4)
-                if reply is None:
-                    raise protocol.ProtocolError("the zygote ended")
-                return _outcome(reply, limits)
-            except (OSError, protocol.ProtocolError) as e:
-                lost = e
-                self._kill()
-        return Outcome(
-            Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, time.monotonic() - started
-        )
+        protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
+        expected = len(outcomes) + len(stdins)
+        reply_bytes = _HELLO_BYTES + limits.output_bytes * 4 // 3 + 4
+        while True:
+            deadline = time.monotonic() + limits.time_s + _REPLY_GRACE_S
+            reply = self._receive(deadline, reply_bytes)
+            if reply is None:
+                raise protocol.ProtocolError("the zygote ended")
+            if reply.get("done") is True:
+                return
+            if len(outcomes) == expected:
+                raise protocol.ProtocolError("more outcomes than inputs")
+            outcomes.append(_outcome(reply, limits))
 
     def _restart(self) -> None:
         self._kill()
