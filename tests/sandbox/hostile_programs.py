@@ -96,6 +96,45 @@ def _h(name: str, aim: str, body: str, *kinds: Kind, **extra: object) -> Hostile
     return Hostile(name, aim, body, frozenset(kinds), **extra)  # type: ignore[arg-type]
 
 
+def _heap_scan(pattern: bytes) -> str:
+    """Source that collects `found`, every match of `pattern` in the run's own memory.
+
+    No /proc: ctypes reads the heap (below the program break) and the object
+    arenas (around every live object) a page at a time through a pipe, so an
+    unmapped page is an EFAULT, not a crash.
+    """
+    return textwrap.dedent(
+        f"""\
+        import ctypes, gc, os, re
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.sbrk.restype = ctypes.c_void_p
+        libc.sbrk.argtypes = [ctypes.c_long]
+        libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+        libc.write.restype = ctypes.c_ssize_t
+        pattern = re.compile({pattern!r})
+        r, w = os.pipe()
+        PAGE, found, pages = 4096, [], 0
+        def page(addr):
+            n = libc.write(w, addr, PAGE)
+            return os.read(r, n) if n > 0 else None
+        def scan(start, count):
+            global pages
+            tail = b""
+            for i in range(count):
+                data = page(start + i * PAGE)
+                if data is None:
+                    tail = b""
+                    continue
+                pages += 1
+                found.extend(m for m in pattern.findall(tail + data) if m not in found)
+                tail = data[-48:]
+        scan(libc.sbrk(0) - (96 << 20), (96 << 20) // PAGE)
+        for arena in sorted({{id(o) & ~((256 << 10) - 1) for o in gc.get_objects()}})[:400]:
+            scan(arena, (256 << 10) // PAGE)
+        """
+    )
+
+
 _WRITE = """\
 import os
 path = os.path.join({where}, RUN_ID)
@@ -250,37 +289,8 @@ PROGRAMS: tuple[Hostile, ...] = (
     _h(
         "scan_inherited_heap",
         "read its own heap with ctypes (no /proc) for earlier runs' output and secrets",
-        """\
-       import ctypes, gc, os, re
-       libc = ctypes.CDLL(None, use_errno=True)
-       libc.sbrk.restype = ctypes.c_void_p
-       libc.sbrk.argtypes = [ctypes.c_long]
-       libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
-       libc.write.restype = ctypes.c_ssize_t
-       pattern = re.compile(rb"(?:canary|leftover)[0-9a-f]{32}")
-       r, w = os.pipe()
-       PAGE, found, pages = 4096, set(), 0
-       def page(addr):
-           n = libc.write(w, addr, PAGE)
-           return os.read(r, n) if n > 0 else None
-       def scan(start, count):
-           global pages
-           tail = b""
-           for i in range(count):
-               data = page(start + i * PAGE)
-               if data is None:
-                   tail = b""
-                   continue
-               pages += 1
-               found.update(pattern.findall(tail + data))
-               tail = data[-48:]
-       top = libc.sbrk(0)
-       scan(top - (96 << 20), (96 << 20) // PAGE)
-       arenas = {id(o) & ~((256 << 10) - 1) for o in gc.get_objects()}
-       for arena in sorted(arenas)[:400]:
-           scan(arena, (256 << 10) // PAGE)
-       print("scanned", pages, "pages:", sorted(x.decode() for x in found))
-       """,
+        _heap_scan(rb"(?:canary|leftover)[0-9a-f]{32}")
+        + 'print("scanned", pages, "pages:", sorted(x.decode() for x in found))\n',
         OK,
         ERR,
         time_s=2.0,
@@ -988,3 +998,12 @@ FORGERIES: tuple[Forgery, ...] = (
         frozenset({"wrong_output"}),
     ),
 )
+
+
+COPY_ANSWER = _heap_scan(rb"(?:ANSWER:[0-9a-f]{32}\n){20}") + (
+    "import sys\nsys.stdout.write(found[-1].decode() if found else 'nothing to copy')\n"
+)
+"""Prints the last 20-line `ANSWER:<hex>` output it finds in its memory: an earlier answer's."""
+
+SOLVE_FOR_COPY = "import sys\nfor line in sys.stdin:\n    print('ANSWER:' + line.strip()[::-1])\n"
+"""The honest solution whose output `COPY_ANSWER` looks for: each input line, reversed."""

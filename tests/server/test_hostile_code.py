@@ -35,10 +35,12 @@ from reward_service.testing import LivenessProbe, free_port
 from tests.sandbox import confine, platforms, procs
 from tests.sandbox.hostile_programs import (
     ACHIEVED,
+    COPY_ANSWER,
     FORGERIES,
     FORK_GATE,
     PROGRAMS,
     REACH_PROBE,
+    SOLVE_FOR_COPY,
     Forgery,
     Hostile,
     Target,
@@ -80,6 +82,7 @@ class Campaign:
     canaries: dict[str, str] = field(default_factory=dict)
     label_canary: str = ""
     sent: int = 0
+    copied: tuple[Any, Any] = (None, None)
 
 
 def _code_body(source: str, label: dict[str, Any]) -> dict[str, Any]:
@@ -184,6 +187,21 @@ def _attack(
         campaign.answers[name] = {"transport_error": repr(exc)}
 
 
+def _copy_attempt(client: httpx.Client, url: str) -> tuple[Any, Any]:
+    """Three correct answers (a GRPO group's), then one that only prints what it finds in memory."""
+    lines = [secrets.token_hex(16) for _ in range(20)]
+    label = {
+        "inputs": ["".join(f"{line}\n" for line in lines)],
+        "outputs": ["".join(f"ANSWER:{line[::-1]}\n" for line in lines)],
+    }
+    solved = [
+        _post(client, f"{url}/score/code?detail=1", _code_body(SOLVE_FOR_COPY, label), [])
+        for _ in range(3)
+    ]
+    copier = _post(client, f"{url}/score/code?detail=1", _code_body(COPY_ANSWER, label), [])
+    return solved, copier
+
+
 @pytest.fixture(
     scope="module",
     params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in LIVE_PROFILES],
@@ -252,6 +270,7 @@ def campaign(
                 stop.set()
                 math.join()
             found.liveness = (probe.answers, probe.failures, probe.slowest_s)
+            found.copied = _copy_attempt(client, server.url)
         time.sleep(1.5)
         found.orphans = server.orphans()
         found.hits = dict(listeners.hits)
@@ -315,6 +334,13 @@ def test_forgery_gets_zero(campaign: Campaign, forgery: Forgery) -> None:
     answer = campaign.answers[forgery.name]
     assert answer.get("reward") == 0.0, answer
     assert (answer.get("first_failure") or {}).get("kind") in forgery.kinds, answer
+
+
+def test_a_later_answer_cannot_copy_an_earlier_answers_output(campaign: Campaign) -> None:
+    """An answer that prints an output found in the memory its run inherited gets 0.0."""
+    solved, copier = campaign.copied
+    assert [answer["reward"] for answer in solved] == [1.0] * 3, solved
+    assert copier["reward"] == 0.0, copier
 
 
 def test_service_kept_answering(campaign: Campaign) -> None:
