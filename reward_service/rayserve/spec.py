@@ -47,6 +47,8 @@ class ServeSpec:
     node_resource: str = NODE_RESOURCE
     drain_s: float = 30.0
     metrics_port: int | None = 9500
+    serve_access_log: bool = False
+    """Serve's own line per request in every proxy and replica; the service samples its own."""
     """Each replica serves its own /metrics on the first free port from this, on its node."""
     health_check_period_s: float = 10.0
     health_check_timeout_s: float = 30.0
@@ -112,6 +114,7 @@ class ServeSpec:
             "name": APP_NAME,
             "route_prefix": "/",
             "import_path": IMPORT_PATH,
+            "logging_config": {"enable_access_log": self.serve_access_log},
             "deployments": [self.deployment(secrets)],
         }
 
@@ -162,6 +165,11 @@ def spec_options() -> argparse.ArgumentParser:
         default=9500,
         help="each replica's own /metrics: first free port from this on its node (0: off)",
     )
+    group.add_argument(
+        "--serve-access-log",
+        action="store_true",
+        help="Serve's own log line per request too (off: it costs CPU per request)",
+    )
     group.add_argument("--http-host", default="0.0.0.0", help="address Serve's proxies listen on")
     group.add_argument("--http-port", type=int, default=8000, help="port Serve's proxies listen on")
     group.add_argument(
@@ -203,6 +211,7 @@ def spec_from_args(args: argparse.Namespace) -> ServeSpec:
         look_back_period_s=args.look_back_period_s,
         drain_s=args.drain_s,
         metrics_port=args.metrics_port or None,
+        serve_access_log=args.serve_access_log,
         host=args.http_host,
         port=args.http_port,
         node_resource=args.node_resource,

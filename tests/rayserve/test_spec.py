@@ -67,6 +67,14 @@ def test_yaml_masks_secrets_and_the_config_carries_them() -> None:
     assert env == {"REWARD_DEADLINE_S": "20", "REWARD_API_TOKEN": "s3cret"}
 
 
+def test_serve_access_log_is_off_unless_asked() -> None:
+    """Serve's per-request log lines (in proxy and replica) are off; the service logs its own."""
+    (app,) = ServeSpec().config({})["applications"]
+    assert app["logging_config"] == {"enable_access_log": False}
+    (app,) = ServeSpec(serve_access_log=True).config({})["applications"]
+    assert app["logging_config"] == {"enable_access_log": True}
+
+
 def test_other_applications_are_kept_in_the_config() -> None:
     """Deploying beside another Serve application keeps it in the config Serve gets."""
     other = {"name": "llm", "route_prefix": "/llm", "import_path": "llm:app"}
