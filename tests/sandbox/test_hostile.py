@@ -1,10 +1,13 @@
 """The hostile programs against the service's sandbox, inside an outer PID namespace.
 
-One confined run of `tests.sandbox.runner` (under `tests.sandbox.confine`, in
-`unshare --pid --fork --mount-proc`) attacks the sandbox with every program of
+For each platform profile (`tests.sandbox.platforms`: all layers, then the
+layers a pod or an older kernel takes away), one confined run of
+`tests.sandbox.runner` (under `tests.sandbox.confine`, in `unshare --pid
+--fork --mount-proc`) attacks the sandbox with every program of
 `hostile_programs.PROGRAMS`; the tests below read its report. Nothing hostile
 runs unless the confinement probe passed first. A program that took its
 runner down (a hole) is retried in a fresh confined run with the programs left.
+`python -m tests.sandbox.summary DIR` tables a run's reports by program and profile.
 """
 
 from __future__ import annotations

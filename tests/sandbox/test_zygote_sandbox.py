@@ -333,6 +333,7 @@ ZYGOTE_SIDE = (
     "zygote",
     "confine",
     "runners",
+    "supervise",
     "seccomp",
     "landlock",
     "namespaces",

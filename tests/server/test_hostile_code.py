@@ -3,9 +3,12 @@
 `reward-service serve` runs under `tests.sandbox.confine` inside `unshare
 --pid --fork --mount-proc` (the network is shared, so its loopback port is
 reachable), with `REWARD_API_TOKEN` and other secrets set to fresh canaries.
-One campaign posts every hostile program and every forgery to
-`/score/code?detail=1` two at a time while `/livez` is polled and math
-answers are graded alongside; the tests read what it saw.
+One campaign per platform profile (`tests.sandbox.platforms`) posts every
+hostile program and every forgery to `/score/code?detail=1` two at a time
+while `/livez` is polled and math answers are graded alongside, then a
+GRPO-like group (three correct answers and a copier on one label); the
+tests read what it saw. A program's findings come back the one way a
+service answers: the stderr excerpt of `first_failure`.
 """
 
 from __future__ import annotations
@@ -80,7 +83,6 @@ class Campaign:
     files: dict[str, list[str]] = field(default_factory=dict)
     log: str = ""
     canaries: dict[str, str] = field(default_factory=dict)
-    label_canary: str = ""
     sent: int = 0
     copied: tuple[Any, Any] = (None, None)
 
@@ -214,7 +216,7 @@ def campaign(
     if profile != "full" and not platforms.supported():
         pytest.skip(f"profile {profile} needs an x86_64 seccomp filter")
     tmp = tmp_path_factory.mktemp(f"hostile_code-{profile}")
-    found = Campaign(canaries=confine.canaries(), label_canary=f"canary{secrets.token_hex(16)}")
+    found = Campaign(canaries=confine.canaries())
     env = {**os.environ, **found.canaries, "REWARD_ACCESS_LOG": "all", "REWARD_WORKERS": "2"}
     listeners = Listeners()
     server = Server(tmp, env, profile)
@@ -236,11 +238,6 @@ def campaign(
                 _code_body(FORK_GATE, {"inputs": [""], "outputs": ["bounded"]}),
                 [],
             )
-            echo = "import sys\nsys.stdout.write(sys.stdin.read())\n"
-            for copies in range(1000, 1004):  # four labels: every worker grades one
-                text = (found.label_canary + "\n") * copies
-                label = {"inputs": [text], "outputs": [text]}
-                _post(client, f"{server.url}/score/code", _code_body(echo, label), [])
             jobs = []
             for hostile in PROGRAMS:
                 if hostile.gate == "fork" and found.fork_gate.get("reward") != 1.0:
@@ -351,13 +348,12 @@ def test_service_kept_answering(campaign: Campaign) -> None:
 
 
 def test_no_secret_in_any_answer_or_log(campaign: Campaign) -> None:
-    """No canary secret (token, environment, service-account file, another's label) leaks."""
+    """No canary secret (API token, environment, service-account file) is in any answer or log."""
     texts = {"answers": "\n".join(campaign.bodies), "log": campaign.log}
     assert campaign.log.count('"msg":"request"') >= campaign.sent, "the access log is not on"
     for where, text in texts.items():
         for name, canary in campaign.canaries.items():
             assert canary not in text, f"{name} appears in the {where}"
-    assert campaign.label_canary not in "\n".join(campaign.bodies), "another answer's label leaked"
 
 
 def test_nothing_reached_the_loopback_listeners(campaign: Campaign) -> None:
