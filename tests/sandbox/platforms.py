@@ -16,6 +16,7 @@ import os
 import platform
 import shutil
 import struct
+import subprocess
 import sys
 
 PROFILES: dict[str, tuple[str, ...]] = {
@@ -41,8 +42,18 @@ class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def supported() -> bool:
-    return platform.machine() == "x86_64"
+def unavailable(profile: str) -> str | None:
+    """Why `profile` cannot be set up here, or None."""
+    take = PROFILES[profile]
+    if take and platform.machine() != "x86_64":
+        return f"profile {profile} needs the x86_64 seccomp filter"
+    if "capabilities" in take and shutil.which("setpriv") is None:
+        return f"profile {profile} needs setpriv (util-linux)"
+    if "root" in take:
+        probe = [shutil.which("unshare") or "unshare", "--user", "--map-user=10001", "true"]
+        if subprocess.run(probe, capture_output=True).returncode != 0:
+            return f"profile {profile} needs a user namespace (unshare --user)"
+    return None
 
 
 def _filter(take: set[str]) -> list[tuple[int, int, int, int]]:

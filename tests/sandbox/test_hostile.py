@@ -27,7 +27,7 @@ import pytest
 from tests.sandbox import confine, platforms
 from tests.sandbox.hostile_programs import BY_NAME, PROGRAMS, Hostile, Target, served_source
 from tests.sandbox.platforms import PROFILES
-from tests.sandbox.runner import Listeners
+from tests.sandbox.runner import Listeners, files_outside
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
@@ -78,8 +78,8 @@ def attacks(
 ) -> Iterator[list[Attack]]:
     """A profile's confined runs: the first runs all programs, later ones what one left."""
     profile: str = request.param
-    if profile != "full" and not platforms.supported():
-        pytest.skip(f"profile {profile} needs an x86_64 seccomp filter")
+    if reason := platforms.unavailable(profile):
+        pytest.skip(reason)
     tmp = tmp_path_factory.mktemp(f"hostile-{profile}")
     runs: list[Attack] = []
     left = [program.name for program in PROGRAMS]
@@ -160,38 +160,42 @@ def test_nothing_of_the_sandbox_outlives_close(attacks: list[Attack]) -> None:
 
 
 CONTROLS = ("connect_loopback_listener", "connect_ipv6_loopback", "udp_send_loopback")
-CONTROLS += ("unix_abstract_socket", "print_environ")
+CONTROLS += ("unix_abstract_socket", "print_environ", "write_tmp", "daemon_escape")
 
 
 def test_the_attacks_work_where_no_sandbox_stops_them(tmp_path: Path) -> None:
-    """Without the sandbox (still confined) the network attacks reach the listeners and the
-    environment's canary prints: the harness can see a hole when there is one."""
+    """Without the sandbox (still confined) the attacks reach the listeners, print the canary,
+    leave a file in /tmp and a daemon behind: the harness sees a hole when there is one."""
     listeners = Listeners()
     try:
         target = Target(
-            "hostile-control",
+            f"hostile-control-{os.getpid()}",
             listeners.service,
             listeners.tcp,
             listeners.tcp6,
             listeners.udp,
             listeners.unix_name,
-            str(REPO),
-            str(Path.home()),
-            str(tmp_path),
+            repo=str(tmp_path),
+            home=str(tmp_path),
+            site=str(tmp_path),
         )
-        env = {**os.environ, **confine.canaries()}
-        printed = ""
+        env = {**os.environ, **confine.canaries(), "PYTHONPATH": str(REPO)}
+        printed, reports = "", {}
         for name in CONTROLS:
-            source = BY_NAME[name].source(target)
+            reports[name] = tmp_path / f"{name}.jsonl"
             command = confine.command(
-                tmp_path / f"{name}.jsonl", [sys.executable, "-c", source], 30
+                reports[name], [sys.executable, "-c", BY_NAME[name].source(target)], 30
             )
             printed += subprocess.run(
-                command, env=env, capture_output=True, text=True, timeout=60
+                command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
             ).stdout
         time.sleep(0.2)
     finally:
         listeners.close()
+        left = files_outside(target, [])
     reached = {name for name, hits in listeners.hits.items() if hits}
     assert reached == {"tcp", "tcp6", "udp", "unix"}, listeners.hits
     assert env["HOSTILE_ENV_CANARY"] in printed
+    assert f"/tmp/{target.run_id}" in left and f"/tmp/{target.run_id}-daemon" in left, left
+    daemon = confine.read_report(reports["daemon_escape"])["leftovers"][0]["processes"]
+    assert any("hx-daemon" in line for line in daemon), daemon

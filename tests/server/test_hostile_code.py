@@ -213,8 +213,8 @@ def campaign(
 ) -> Iterator[Campaign]:
     """Start the confined server, send every hostile program and forgery, stop it; the record."""
     profile: str = request.param
-    if profile != "full" and not platforms.supported():
-        pytest.skip(f"profile {profile} needs an x86_64 seccomp filter")
+    if reason := platforms.unavailable(profile):
+        pytest.skip(reason)
     tmp = tmp_path_factory.mktemp(f"hostile_code-{profile}")
     found = Campaign(canaries=confine.canaries())
     env = {**os.environ, **found.canaries, "REWARD_ACCESS_LOG": "all", "REWARD_WORKERS": "2"}
