@@ -24,10 +24,12 @@ SCRIPT = "solution.py"
 class Runner(Protocol):
     name: str
 
-    def write_files(self, source: str, workdir: str) -> None:
-        """In the zygote, before the fork: the files the run starts with (it may write none)."""
+    def write_files(self, source: memoryview, workdir: str) -> None:
+        """In the zygote, before the fork: the files the run starts with (it may write none).
 
-    def run(self, source: str, workdir: str) -> NoReturn:
+        `source` is the program's UTF-8 text, in a buffer runs do not inherit."""
+
+    def run(self, workdir: str) -> NoReturn:
         """Become the program: stdin/stdout/stderr are fds 0-2 (no other is open), cwd is
         `workdir`. A program that died of MemoryError ends with status 1 and a last
         stderr line starting `MemoryError`, as `python` does."""
@@ -38,12 +40,14 @@ class PythonRunner:
 
     name = "python"
 
-    def write_files(self, source: str, workdir: str) -> None:
-        with open(os.path.join(workdir, SCRIPT), "w", encoding="utf-8") as f:
+    def write_files(self, source: memoryview, workdir: str) -> None:
+        with open(os.path.join(workdir, SCRIPT), "wb") as f:
             f.write(source)
 
-    def run(self, source: str, workdir: str) -> NoReturn:
+    def run(self, workdir: str) -> NoReturn:
         script = os.path.join(workdir, SCRIPT)
+        with open(script, "rb") as f:
+            source = f.read()
         os.environ.clear()
         os.environ.update(HOME=workdir, TMPDIR=workdir)
         sys.argv = [SCRIPT]
@@ -78,7 +82,7 @@ def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> 
     )
 
 
-def _execute(source: str, main: types.ModuleType) -> int:
+def _execute(source: bytes, main: types.ModuleType) -> int:
     """The program's exit status as `python` would compute it."""
     try:
         exec(compile(source, SCRIPT, "exec"), main.__dict__)

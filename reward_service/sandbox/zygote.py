@@ -30,9 +30,9 @@ import heapq  # noqa: F401
 import itertools  # noqa: F401
 import json
 import math  # noqa: F401
+import mmap
 import random  # noqa: F401
 import re  # noqa: F401
-import select
 import shutil
 import signal
 import statistics  # noqa: F401
@@ -40,7 +40,6 @@ import string  # noqa: F401
 import tempfile
 import time
 import typing
-from dataclasses import dataclass
 
 from reward_service.sandbox import landlock, linux, namespaces, protocol
 from reward_service.sandbox.confine import (
@@ -53,28 +52,13 @@ from reward_service.sandbox.confine import (
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.runners import RUNNERS, Runner
 from reward_service.sandbox.seccomp import SyscallFilter
+from reward_service.sandbox.supervise import ScratchWatch, Seen, supervise
 
 STDERR_TAIL = 1024
-_STDERR_WINDOW = 64 * 1024
-_CHUNK = 65536
-_DRAIN_S = 1.0
 RUN_OVERHEAD_S = 0.05
 """Set aside per run, beyond its time limit, when deciding whether it fits in the budget."""
 _PROBE_IMPORTS = ("colorsys", "datetime", "cmath", "array", "textwrap")
 """Stdlib modules a probe run imports from disk (those the zygote has not imported)."""
-
-
-@dataclass
-class _Seen:
-    """What the zygote saw of a run."""
-
-    stdout: bytearray
-    stderr: bytearray
-    report: bytearray
-    output_exceeded: bool = False
-    timed_out: bool = False
-    scratch_exceeded: bool = False
-    """Its scratch directory outgrew `scratch_mb` (where no tmpfs bounds it, seen afterwards)."""
 
 
 class Zygote:
@@ -135,18 +119,19 @@ class Zygote:
         """
         paths = [p for p in sys.path if os.path.isdir(p)]
         imports = "".join(f"import {m}\n" for m in _PROBE_IMPORTS if m not in sys.modules)
-        probe = {
-            "language": "python",
-            "source": f"import os\nfor p in {paths!r}:\n    os.listdir(p)\n{imports}print('ok')\n",
-            "time_s": 10,
-            "memory_mb": 512,
-            "output_bytes": 1024,
-        }
+        source = f"import os\nfor p in {paths!r}:\n    os.listdir(p)\n{imports}print('ok')\n"
+        probe = {"language": "python", "time_s": 10, "memory_mb": 512, "output_bytes": 1024}
         for _ in range(4):
-            reply = self.run(probe, b"")
-            if reply["kind"] == "ok" and protocol.from_text(reply["stdout"]) == b"ok\n":
+            reply, seen = self.run(probe, memoryview(source.encode()), memoryview(b""))
+            stdout = bytes(seen.stdout.head(1024))
+            stderr = bytes(seen.stderr.tail(STDERR_TAIL)).decode("utf-8", "replace")
+            seen.close()
+            if reply["kind"] == "ok" and stdout == b"ok\n":
                 return None
-            failed = reply.get("confinement") or ("uid" if self.confinement.run_uid else None)
+            confinement = reply["confinement"]
+            failed = confinement.split(":", 1)[0] if confinement else None
+            if failed is None and self.confinement.run_uid is not None:
+                failed = "uid"
             c = self.confinement
             if failed == "uid" and c.run_uid is not None:
                 c.run_uid = None
@@ -157,35 +142,50 @@ class Zygote:
             elif failed == "seccomp" and c.syscall_filter is not None:
                 c.syscall_filter = None
             else:
-                return f"self-test failed: {reply['stderr']}"
+                return f"self-test failed: {confinement or stderr}"
         return "self-test failed"
 
-    def serve(self, request: protocol.Message, control_out: int) -> None:
+    def serve(self, request: protocol.Message, payload: mmap.mmap, control_out: int) -> None:
         """Run the program once per stdin of `request`, answering each outcome as it ends.
 
-        Stops after the first failure when asked, and before a run that could
-        overrun the request's budget; a final `{"done": true}` closes the answer.
+        The payload holds the source and then the stdins (`source_bytes`,
+        `stdin_bytes`). Stops after the first failure when asked, and before a
+        run that could overrun the request's budget; `{"done": true}` ends the answer.
         """
         started = time.monotonic()
-        for stdin in request["stdins"]:
-            left = float(request["budget_s"]) - (time.monotonic() - started)
-            if left < float(request["time_s"]) + RUN_OVERHEAD_S:
-                break
-            outcome = self.run(request, protocol.from_text(stdin))
-            protocol.write_all(control_out, protocol.encode(outcome))
-            if request["stop_at_first_failure"] and outcome["kind"] != "ok":
-                break
-        protocol.write_all(control_out, protocol.encode({"done": True}))
+        with memoryview(payload) as view:
+            offset = int(request["source_bytes"])
+            source = view[:offset]
+            for size in request["stdin_bytes"]:
+                left = float(request["budget_s"]) - (time.monotonic() - started)
+                if left < float(request["time_s"]) + RUN_OVERHEAD_S:
+                    break
+                stdin, offset = view[offset : offset + size], offset + size
+                outcome, seen = self.run(request, source, stdin)
+                stdout = seen.stdout.head(int(request["output_bytes"]))
+                stderr = seen.stderr.tail(STDERR_TAIL)
+                outcome.update(stdout_bytes=len(stdout), stderr_bytes=len(stderr))
+                protocol.write_frame(control_out, outcome, stdout, stderr)
+                stdout.release()
+                stderr.release()
+                stdin.release()
+                seen.close()
+                if request["stop_at_first_failure"] and outcome["kind"] != "ok":
+                    break
+            source.release()
+        protocol.write_frame(control_out, {"done": True})
 
-    def run(self, request: protocol.Message, stdin: bytes) -> protocol.Message:
-        """One run of `request`'s program on `stdin`."""
+    def run(
+        self, request: protocol.Message, source: memoryview, stdin: memoryview
+    ) -> tuple[protocol.Message, Seen]:
+        """One run of `request`'s program on `stdin`: its outcome and what was read of it."""
         runner = RUNNERS[request["language"]]
         limits = RunLimits(float(request["time_s"]), int(request["memory_mb"]), self.scratch_mb)
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
         os.mkdir(workdir, 0o700)
         try:
-            runner.write_files(request["source"], workdir)
+            runner.write_files(source, workdir)
             if self.confinement.run_uid is not None:
                 for path in (workdir, *(e.path for e in os.scandir(workdir))):
                     os.chown(path, self.confinement.run_uid, self.confinement.run_uid)
@@ -198,31 +198,29 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 child_fds = (stdin_r, stdout_w, stderr_w, report_w)
-                self._become_run(runner, request["source"], child_fds, ruleset, workdir, limits)
+                self._become_run(runner, child_fds, ruleset, workdir, limits)
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
-            watch = (
-                None if "mountns" in self.namespaces else _ScratchWatch(workdir, self.scratch_mb)
-            )
-            seen, ended = self._supervise(
+            watch = None if "mountns" in self.namespaces else ScratchWatch(workdir, self.scratch_mb)
+            seen = supervise(
                 pid,
                 stdin,
                 (stdin_w, stdout_r, stderr_r, report_r),
                 started + limits.time_s,
                 int(request["output_bytes"]),
                 watch,
+                lambda: self._kill(pid),
             )
-            status, usage = self._end(pid)
+            status, cpu_s = self._end(pid)
             if watch is not None:
                 seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
         finally:
             _remove(workdir)
-        return _outcome(seen, status, usage, limits, ended - started)
+        return _outcome(seen, status, cpu_s, limits, seen.ended - started), seen
 
     def _become_run(
         self,
         runner: Runner,
-        source: str,
         fds: tuple[int, int, int, int],
         ruleset: Ruleset | None,
         workdir: str,
@@ -236,97 +234,9 @@ class Zygote:
                 os.write(REPORT_FD, str(e.strerror).encode())
                 os._exit(CONFINEMENT_FAILED)
             os.close(REPORT_FD)  # the program gets no channel but its standard streams
-            runner.run(source, workdir)
+            runner.run(workdir)
         finally:
             os._exit(CONFINEMENT_FAILED)
-
-    def _supervise(
-        self,
-        pid: int,
-        stdin: bytes,
-        fds: tuple[int, int, int, int],
-        deadline: float,
-        output_bytes: int,
-        watch: _ScratchWatch | None,
-    ) -> tuple[_Seen, float]:
-        """Feed stdin, collect the outputs until the run ends or breaks a limit."""
-        stdin_w, stdout_r, stderr_r, report_r = fds
-        seen = _Seen(bytearray(), bytearray(), bytearray())
-        sinks = {stdout_r: seen.stdout, stderr_r: seen.stderr, report_r: seen.report}
-        windowed = {stderr_r, report_r}
-        pidfd = os.pidfd_open(pid)
-        poller = select.poll()
-        for fd in (*sinks, pidfd):
-            poller.register(fd, select.POLLIN)
-        pending = memoryview(stdin)
-        if pending:
-            os.set_blocking(stdin_w, False)
-            poller.register(stdin_w, select.POLLOUT)
-        else:
-            os.close(stdin_w)
-        exited = False
-        ended = time.monotonic()
-        while not exited or sinks:
-            if exited:  # the run is over: its group and strays are killed, drain what is left
-                timeout = _DRAIN_S
-            else:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    seen.timed_out = True
-                    break
-                if watch is not None:
-                    timeout = min(timeout, _ScratchWatch.INTERVAL_S)
-            events = poller.poll(timeout * 1000)
-            if not events and exited:
-                break
-            for fd, _ in events:
-                if fd == pidfd:
-                    exited, ended = True, time.monotonic()
-                    poller.unregister(pidfd)
-                    self._kill(pid)
-                elif fd == stdin_w:
-                    pending = self._feed(stdin_w, pending, poller)
-                else:
-                    self._collect(fd, sinks, poller, fd in windowed)
-            if len(seen.stdout) > output_bytes:
-                seen.output_exceeded = True
-                del seen.stdout[output_bytes:]
-                break
-            if watch is not None and not exited and watch.exceeded():
-                seen.scratch_exceeded = True
-                break
-        if not exited:
-            ended = time.monotonic()
-            self._kill(pid)
-        for fd in (*sinks, pidfd, *([stdin_w] if pending else [])):
-            os.close(fd)
-        return seen, ended
-
-    @staticmethod
-    def _feed(fd: int, pending: memoryview, poller: select.poll) -> memoryview:
-        try:
-            pending = pending[os.write(fd, pending[:_CHUNK]) :]
-        except BlockingIOError:
-            return pending
-        except BrokenPipeError:
-            pending = pending[len(pending) :]
-        if not pending:
-            poller.unregister(fd)
-            os.close(fd)
-        return pending
-
-    @staticmethod
-    def _collect(fd: int, sinks: dict[int, bytearray], poller: select.poll, windowed: bool) -> None:
-        data = os.read(fd, _CHUNK)
-        sink = sinks[fd]
-        if not data:
-            poller.unregister(fd)
-            os.close(fd)
-            del sinks[fd]
-            return
-        sink += data
-        if windowed and len(sink) > 2 * _STDERR_WINDOW:
-            del sink[:-_STDERR_WINDOW]
 
     def _kill(self, pid: int) -> None:
         """SIGKILL the run's group, the run, and everything else the run left."""
@@ -369,21 +279,19 @@ class Zygote:
 
 
 def _outcome(
-    seen: _Seen, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float
+    seen: Seen, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float
 ) -> protocol.Message:
+    """The reply's fields; stdout and stderr follow it as payload, never in it."""
     exit_code = os.waitstatus_to_exitcode(status)
-    stderr = bytes(seen.stderr[-STDERR_TAIL:]).decode("utf-8", "replace")
     confinement = None
-    if seen.report:  # written only by the run's confinement, closed before the program
+    if seen.report.size:  # written only by the run's confinement, closed before the program
         kind = "runtime_error"
-        message = bytes(seen.report).decode("utf-8", "replace")
-        confinement = message.split(":", 1)[0]
-        stderr = f"sandbox: {message}"
+        confinement = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
     elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
     elif seen.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
         kind = "time_limit"
-    elif exit_code == 1 and _last_line(stderr).startswith("MemoryError"):
+    elif exit_code == 1 and seen.stderr.last_line_starts(b"MemoryError"):
         kind = "memory_limit"
     elif exit_code == 0:
         kind = "ok"
@@ -391,56 +299,10 @@ def _outcome(
         kind = "runtime_error"
     return {
         "kind": kind,
-        "stdout": protocol.to_text(bytes(seen.stdout)),
-        "stderr": stderr,
         "exit_code": exit_code if exit_code >= 0 else None,
         "elapsed_s": round(elapsed_s, 6),
         "confinement": confinement,
     }
-
-
-class _ScratchWatch:
-    """Where no tmpfs bounds a run's scratch dir: its file system's free space, polled while
-    it runs; a drop past the quota is confirmed by counting the dir itself."""
-
-    INTERVAL_S = 0.05
-
-    def __init__(self, workdir: str, scratch_mb: int) -> None:
-        self.workdir = workdir
-        self.quota = scratch_mb * 1024 * 1024
-        self.free = _free_bytes(workdir)
-        self.next = time.monotonic() + self.INTERVAL_S
-
-    def exceeded(self, final: bool = False) -> bool:
-        now = time.monotonic()
-        if not final and now < self.next:
-            return False
-        self.next = now + self.INTERVAL_S
-        if not final and self.free - _free_bytes(self.workdir) <= self.quota:
-            return False
-        return _disk_usage(self.workdir, self.quota) > self.quota
-
-
-def _free_bytes(path: str) -> int:
-    stat = os.statvfs(path)
-    return stat.f_bavail * stat.f_frsize
-
-
-def _disk_usage(path: str, limit: int) -> int:
-    """Bytes allocated beneath `path`, counted until they pass `limit` (no symlink followed).
-
-    A directory the run made unreadable counts as over the limit."""
-    total, directories = 0, [path]
-    while directories and total <= limit:
-        try:
-            with os.scandir(directories.pop()) as entries:
-                for entry in entries:
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
-                    if entry.is_dir(follow_symlinks=False):
-                        directories.append(entry.path)
-        except OSError:
-            return limit + 1
-    return total
 
 
 def _remove(path: str) -> None:
@@ -455,11 +317,6 @@ def _remove(path: str) -> None:
                 with contextlib.suppress(OSError):
                     os.chmod(directory, 0o700)
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _last_line(text: str) -> str:
-    lines = text.rstrip("\n").rsplit("\n", 1)
-    return lines[-1]
 
 
 def _read_paths() -> list[str]:
@@ -493,15 +350,17 @@ def main() -> None:
         gc.freeze()
         error = zygote.self_test()
     except OSError as e:
-        protocol.write_all(control_out, protocol.encode({"layers": [], "error": str(e)}))
+        protocol.write_frame(control_out, {"layers": [], "error": str(e)})
         return
-    protocol.write_all(control_out, protocol.encode({"layers": zygote.layers, "error": error}))
+    protocol.write_frame(control_out, {"layers": zygote.layers, "error": error})
     try:
         while error is None:
-            request = protocol.read_message(control_in)
-            if request is None:
+            frame = protocol.read_frame(control_in)
+            if frame is None:
                 break
-            zygote.serve(request, control_out)
+            request, payload = frame
+            zygote.serve(request, payload, control_out)
+            payload.close()
     finally:
         zygote.close()
 

@@ -29,8 +29,8 @@ _START_TIMEOUT_S = 30.0
 _REPLY_GRACE_S = 10.0
 """Beyond a run's own time limit: fork, drain, clean-up, and a loaded machine."""
 _CLOSE_TIMEOUT_S = 5.0
-_HELLO_BYTES = 64 * 1024
-"""The most a reply holds besides its base64 stdout (the stderr tail, small fields)."""
+_STDERR_BYTES = 4096
+"""The most of a reply's payload beyond stdout: the stderr tail (1 kB) with room to spare."""
 _STDERR_CHARS = 2048
 
 
@@ -129,7 +129,8 @@ class ZygoteSandbox:
             start_new_session=True,
         )
         try:
-            hello = self._receive(time.monotonic() + _START_TIMEOUT_S, _HELLO_BYTES)
+            frame = self._receive(time.monotonic() + _START_TIMEOUT_S, 0)
+            hello = frame[0] if frame is not None else None
         except protocol.ProtocolError as e:
             hello, reason = None, str(e)
         else:
@@ -153,29 +154,30 @@ class ZygoteSandbox:
         if self._process is None or self._process.poll() is not None:
             self._restart()
         assert self._process is not None and self._process.stdin is not None
+        encoded = [program.source.encode(), *stdins]
         request = {
             "language": program.language,
-            "source": program.source,
-            "stdins": [protocol.to_text(stdin) for stdin in stdins],
+            "source_bytes": len(encoded[0]),
+            "stdin_bytes": [len(stdin) for stdin in stdins],
             "time_s": limits.time_s,
             "memory_mb": limits.memory_mb,
             "output_bytes": limits.output_bytes,
             "budget_s": budget_s,
             "stop_at_first_failure": stop_at_first_failure,
         }
-        protocol.write_all(self._process.stdin.fileno(), protocol.encode(request))
+        protocol.write_frame(self._process.stdin.fileno(), request, *encoded)
         expected = len(outcomes) + len(stdins)
-        reply_bytes = _HELLO_BYTES + limits.output_bytes * 4 // 3 + 4
         while True:
             deadline = time.monotonic() + limits.time_s + _REPLY_GRACE_S
-            reply = self._receive(deadline, reply_bytes)
-            if reply is None:
+            frame = self._receive(deadline, limits.output_bytes + _STDERR_BYTES)
+            if frame is None:
                 raise protocol.ProtocolError("the zygote ended")
+            reply, payload = frame
             if reply.get("done") is True:
                 return
             if len(outcomes) == expected:
                 raise protocol.ProtocolError("more outcomes than inputs")
-            outcomes.append(_outcome(reply, limits))
+            outcomes.append(_outcome(reply, payload, limits))
 
     def _restart(self) -> None:
         self._kill()
@@ -195,17 +197,19 @@ class ZygoteSandbox:
                 if pipe is not None:
                     pipe.close()
 
-    def _receive(self, deadline: float, limit: int) -> protocol.Message | None:
-        """The zygote's next message of at most `limit` bytes, None if the zygote ends."""
+    def _receive(self, deadline: float, max_payload: int) -> tuple[protocol.Message, bytes] | None:
+        """The zygote's next frame, None if the zygote ends; ProtocolError past `deadline`."""
         assert self._process is not None and self._process.stdout is not None
         fd = self._process.stdout.fileno()
-        header = _read(fd, protocol.HEADER_SIZE, deadline)
+        header = _read(fd, protocol.HEADER.size, deadline)
         if header is None:
             return None
-        body = _read(fd, protocol.frame_length(header, limit), deadline)
-        if body is None:
+        body_size, payload_size = protocol.sizes(header, max_payload=max_payload)
+        body = _read(fd, body_size, deadline)
+        payload = _read(fd, payload_size, deadline)
+        if body is None or payload is None:
             raise protocol.ProtocolError("the zygote stopped inside a frame")
-        return protocol.decode(body)
+        return protocol.decode(body), payload
 
 
 def _read(fd: int, n: int, deadline: float) -> bytes | None:
@@ -225,21 +229,29 @@ def _is_layer_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) and v in LAYERS for v in value)
 
 
-def _outcome(reply: protocol.Message, limits: Limits) -> Outcome:
-    """A reply checked field by field; anything off is a protocol error."""
-    kind, stdout, stderr = reply.get("kind"), reply.get("stdout"), reply.get("stderr")
-    exit_code, elapsed = reply.get("exit_code"), reply.get("elapsed_s")
+def _outcome(reply: protocol.Message, payload: bytes, limits: Limits) -> Outcome:
+    """A reply checked field by field (anything off is a protocol error); its payload is
+    the run's stdout, then its stderr's tail."""
+    kind, exit_code, elapsed = reply.get("kind"), reply.get("exit_code"), reply.get("elapsed_s")
+    stdout_bytes, stderr_bytes = reply.get("stdout_bytes"), reply.get("stderr_bytes")
+    confinement = reply.get("confinement")
     if (
         kind not in {k.value for k in Kind}
-        or not isinstance(stderr, str)
         or not (exit_code is None or type(exit_code) is int)
         or not isinstance(elapsed, (int, float))
+        or not (confinement is None or isinstance(confinement, str))
+        or type(stdout_bytes) is not int
+        or type(stderr_bytes) is not int
+        or not 0 <= stdout_bytes <= limits.output_bytes
+        or stdout_bytes + stderr_bytes != len(payload)
     ):
         raise protocol.ProtocolError(f"malformed reply: {sorted(reply)}")
-    output = protocol.from_text(stdout)
-    if len(output) > limits.output_bytes:
-        raise protocol.ProtocolError("reply over the output cap")
-    return Outcome(Kind(kind), output, stderr[-_STDERR_CHARS:], exit_code, float(elapsed))
+    stderr = payload[stdout_bytes:].decode("utf-8", "replace")
+    if confinement is not None:
+        stderr = f"sandbox: {confinement}"
+    return Outcome(
+        Kind(kind), payload[:stdout_bytes], stderr[-_STDERR_CHARS:], exit_code, float(elapsed)
+    )
 
 
 def probe_layers(scratch_mb: int = 64) -> tuple[str, ...]:
