@@ -3,11 +3,11 @@
 Started by `ZygoteSandbox` as `python -I zygote.py CONFIG` with an empty
 environment; stdlib only, it imports its sibling modules and nothing else
 of the package. It enters what namespaces it can, self-tests the layers,
-answers `{"layers": [...]}`, then serves one run per request over its
-stdin/stdout (`protocol`): fork, confine (`confine`), become the program
-(`runners`), supervise its pipes against the wall clock and the output cap,
-kill its group and whatever else it left, remove its scratch directory,
-answer the outcome. It exits at end of file on stdin and dies with its
+answers `{"layers": [...]}`, then serves one request per answer over its
+stdin/stdout (`protocol`), and for each of its stdins: fork, confine
+(`confine`), become the program (`runners`), supervise its pipes against
+the wall clock and the output cap (`supervise`), kill its group and
+whatever else it left, remove its scratch directory, answer the outcome. It exits at end of file on stdin and dies with its
 parent (PR_SET_PDEATHSIG); its runs die with it.
 """
 

@@ -1,10 +1,10 @@
-"""The `Sandbox` a grading worker holds: one zygote process, spoken to in JSON frames.
+"""The `Sandbox` a grading worker holds: one zygote process, spoken to in frames.
 
 The zygote (`zygote.py`) is a fresh interpreter with an empty environment;
 it forks a confined process per run, so a test costs a fork rather than an
-interpreter start. Nothing but length-prefixed JSON crosses between worker
-and zygote, and every reply is checked as data before it becomes an
-`Outcome`. A zygote that dies or breaks the protocol is replaced at the
+interpreter start. Nothing but frames (a JSON object and the raw bytes it
+describes, `protocol`) crosses between worker and zygote, and every reply
+is checked as data before it becomes an `Outcome`. A zygote that dies or breaks the protocol is replaced at the
 next run.
 """
 
