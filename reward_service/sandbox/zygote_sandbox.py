@@ -4,8 +4,8 @@ The zygote (`zygote.py`) is a fresh interpreter with an empty environment;
 it forks a confined process per run, so a test costs a fork rather than an
 interpreter start. Nothing but frames (a JSON object and the raw bytes it
 describes, `protocol`) crosses between worker and zygote, and every reply
-is checked as data before it becomes an `Outcome`. A zygote that dies or breaks the protocol is replaced at the
-next run.
+is checked as data before it becomes an `Outcome`. A zygote that dies or
+breaks the protocol is replaced, and the runs left go to the new one.
 """
 
 from __future__ import annotations
