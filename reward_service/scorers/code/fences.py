@@ -32,12 +32,8 @@ class Extracted:
 
 def _fence_length(line: str) -> int:
     """How many backticks open `line` after its indentation (0: not a fence)."""
-    start = len(line) - len(line.lstrip(" \t"))
-    end = start
-    while end < len(line) and line[end] == "`":
-        end += 1
-    run = end - start
-    return run if run >= len(FENCE) else 0
+    body = line.lstrip(" \t")
+    return len(body) - len(body.lstrip("`")) if body.startswith(FENCE) else 0
 
 
 def last_program(response: str) -> Extracted | None:
