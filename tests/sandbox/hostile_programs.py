@@ -765,6 +765,19 @@ if (":%04X" % SERVICE_PORT) in tcp:
         time_s=0.5,
     ),
     _h(
+        "binary_streams",
+        "write every byte, a lone surrogate, escapes and a fake log line to both streams",
+        """\
+       import os, sys
+       junk = bytes(range(256)) * 4 + b"\\xed\\xa0\\x80\\x1b[2J\\r\\n"
+       junk += b'{"level": "error", "msg": "forged log line"}\\n'
+       os.write(1, junk)
+       os.write(2, junk)
+       sys.exit(1)
+       """,
+        ERR,
+    ),
+    _h(
         "cpu_loop",
         "spin the CPU forever",
         """\

@@ -131,6 +131,13 @@ def test_a_syntax_error_is_a_runtime_error_with_its_message(sandbox: ZygoteSandb
     assert "SyntaxError" in outcome.stderr and 'File "solution.py", line 1' in outcome.stderr
 
 
+def test_a_source_with_a_lone_surrogate_is_a_runtime_error(sandbox: ZygoteSandbox) -> None:
+    """Text that is not valid UTF-8 fails as python would fail on such a file, not in the worker."""
+    outcome = run(sandbox, "print('\ud800')")
+    assert (outcome.kind, outcome.exit_code) == (Kind.RUNTIME_ERROR, 1)
+    assert "SyntaxError" in outcome.stderr
+
+
 def test_stdout_is_flushed_at_exit(sandbox: ZygoteSandbox) -> None:
     """Buffered output is written even when the program ends with sys.exit."""
     outcome = run(sandbox, "import sys\nprint('partial', end='')\nsys.exit(0)\n")

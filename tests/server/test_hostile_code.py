@@ -348,9 +348,11 @@ def test_service_kept_answering(campaign: Campaign) -> None:
 
 
 def test_no_secret_in_any_answer_or_log(campaign: Campaign) -> None:
-    """No canary secret (API token, environment, service-account file) is in any answer or log."""
+    """No canary secret (API token, environment, service-account file) is in any answer or log,
+    and no line a program wrote reaches the log."""
     texts = {"answers": "\n".join(campaign.bodies), "log": campaign.log}
     assert campaign.log.count('"msg":"request"') >= campaign.sent, "the access log is not on"
+    assert "forged log line" not in campaign.log
     for where, text in texts.items():
         for name, canary in campaign.canaries.items():
             assert canary not in text, f"{name} appears in the {where}"
