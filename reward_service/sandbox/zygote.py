@@ -7,8 +7,9 @@ answers `{"layers": [...]}`, then serves one request per answer over its
 stdin/stdout (`protocol`), and for each of its stdins: fork, confine
 (`confine`), become the program (`runners`), supervise its pipes against
 the wall clock and the output cap (`supervise`), kill its group and
-whatever else it left, remove its scratch directory, answer the outcome. It exits at end of file on stdin and dies with its
-parent (PR_SET_PDEATHSIG); its runs die with it.
+whatever else it left, remove its scratch directory, answer the outcome.
+It exits at end of file on stdin and dies with its parent
+(PR_SET_PDEATHSIG); its runs die with it.
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ class ZygoteSandbox:
         if self._process is None or self._process.poll() is not None:
             self._restart()
         assert self._process is not None and self._process.stdin is not None
-        encoded = [program.source.encode(), *stdins]
+        encoded = [program.source.encode("utf-8", "surrogatepass"), *stdins]
         request = {
             "language": program.language,
             "source_bytes": len(encoded[0]),
