@@ -8,14 +8,18 @@ stays in the heap that later runs are forked with.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reward_service.sandbox import protocol
 
+SCRATCH_PREFIX = "reward-sandbox-"
+"""How a zygote's scratch root on the host is named (where no mount namespace holds it)."""
 STDERR_WINDOW = 64 * 1024
 """Of a long stderr, at least this much of its end is kept (its last kilobyte is answered)."""
 _CHUNK = 65536
@@ -201,3 +205,17 @@ def disk_usage(path: str, limit: int) -> int:
         except OSError:
             return limit + 1
     return total
+
+
+def remove_tree(path: str) -> None:
+    """Remove a scratch dir, also when its run took the permissions off its directories."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    for parent, directories, _ in os.walk(path):
+        for name in directories:
+            directory = os.path.join(parent, name)
+            if not os.path.islink(directory):
+                with contextlib.suppress(OSError):
+                    os.chmod(directory, 0o700)
+    shutil.rmtree(path, ignore_errors=True)

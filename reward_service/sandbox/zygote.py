@@ -34,7 +34,6 @@ import math  # noqa: F401
 import mmap
 import random  # noqa: F401
 import re  # noqa: F401
-import shutil
 import signal
 import statistics  # noqa: F401
 import string  # noqa: F401
@@ -53,7 +52,13 @@ from reward_service.sandbox.confine import (
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.runners import RUNNERS, Runner
 from reward_service.sandbox.seccomp import SyscallFilter
-from reward_service.sandbox.supervise import ScratchWatch, Seen, supervise
+from reward_service.sandbox.supervise import (
+    SCRATCH_PREFIX,
+    ScratchWatch,
+    Seen,
+    remove_tree,
+    supervise,
+)
 
 STDERR_TAIL = 1024
 RUN_OVERHEAD_S = 0.05
@@ -88,7 +93,7 @@ class Zygote:
         if not self.pid_namespace:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         if not self.scratch_root:
-            self.scratch_root = tempfile.mkdtemp(prefix="reward-sandbox-")
+            self.scratch_root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
             os.chmod(self.scratch_root, 0o711)  # the runs' uid enters its own dir, lists none
         self.owns_scratch_root = "mountns" not in self.namespaces
         switch_uid = can_switch_uid and "userns" not in self.namespaces
@@ -216,7 +221,7 @@ class Zygote:
             if watch is not None:
                 seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
         finally:
-            _remove(workdir)
+            remove_tree(workdir)
         return _outcome(seen, status, cpu_s, limits, seen.ended - started), seen
 
     def _become_run(
@@ -276,7 +281,7 @@ class Zygote:
 
     def close(self) -> None:
         if self.owns_scratch_root:
-            _remove(self.scratch_root)
+            remove_tree(self.scratch_root)
 
 
 def _outcome(
@@ -304,20 +309,6 @@ def _outcome(
         "elapsed_s": round(elapsed_s, 6),
         "confinement": confinement,
     }
-
-
-def _remove(path: str) -> None:
-    """Remove a scratch dir, also when its run took the permissions off its directories."""
-    shutil.rmtree(path, ignore_errors=True)
-    if not os.path.lexists(path):
-        return
-    for parent, directories, _ in os.walk(path):
-        for name in directories:
-            directory = os.path.join(parent, name)
-            if not os.path.islink(directory):
-                with contextlib.suppress(OSError):
-                    os.chmod(directory, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _read_paths() -> list[str]:
@@ -353,7 +344,9 @@ def main() -> None:
     except OSError as e:
         protocol.write_frame(control_out, {"layers": [], "error": str(e)})
         return
-    protocol.write_frame(control_out, {"layers": zygote.layers, "error": error})
+    scratch_root = zygote.scratch_root if zygote.owns_scratch_root else None
+    hello = {"layers": zygote.layers, "error": error, "scratch_root": scratch_root}
+    protocol.write_frame(control_out, hello)
     try:
         while error is None:
             frame = protocol.read_frame(control_in)

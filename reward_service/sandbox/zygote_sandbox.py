@@ -23,6 +23,7 @@ from typing import TypeGuard
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import LANGUAGES, LAYERS, Kind, Limits, Outcome, Program, protocol
+from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _START_TIMEOUT_S = 30.0
@@ -47,6 +48,7 @@ class ZygoteSandbox:
                 f"unknown sandbox layers {sorted(unknown)}; known: {', '.join(LAYERS)}"
             )
         self._process: subprocess.Popen[bytes] | None = None
+        self._scratch_root: str | None = None
         self._layers = self._start()
         missing = self._required - set(self._layers)
         if missing:
@@ -104,6 +106,7 @@ class ZygoteSandbox:
             process.kill()
             process.wait()
         process.stdout.close()
+        self._remove_scratch_root()
 
     def __enter__(self) -> ZygoteSandbox:
         return self
@@ -136,6 +139,7 @@ class ZygoteSandbox:
         else:
             reason = "no answer" if hello is None else str(hello.get("error"))
         layers = hello.get("layers") if hello is not None else None
+        self._scratch_root = _own_scratch_root(hello.get("scratch_root") if hello else None)
         if hello is None or hello.get("error") is not None or not _is_layer_list(layers):
             self._kill()
             raise SandboxUnavailable(f"the sandbox's zygote did not start: {reason}")
@@ -196,6 +200,14 @@ class ZygoteSandbox:
             for pipe in (process.stdin, process.stdout):
                 if pipe is not None:
                     pipe.close()
+        self._remove_scratch_root()
+
+    def _remove_scratch_root(self) -> None:
+        """What a zygote that did not close cleanly left on the host (without a mount
+        namespace its scratch root is a directory of the host's /tmp)."""
+        root, self._scratch_root = self._scratch_root, None
+        if root is not None and os.path.lexists(root):
+            remove_tree(root)
 
     def _receive(self, deadline: float, max_payload: int) -> tuple[protocol.Message, bytes] | None:
         """The zygote's next frame, None if the zygote ends; ProtocolError past `deadline`."""
@@ -223,6 +235,13 @@ def _read(fd: int, n: int, deadline: float) -> bytes | None:
             return None
         data += chunk
     return bytes(data)
+
+
+def _own_scratch_root(path: object) -> str | None:
+    """The scratch root a zygote reports, if it is one a zygote makes (never any other path)."""
+    if not isinstance(path, str) or not os.path.isabs(path) or os.path.islink(path):
+        return None
+    return path if os.path.basename(path).startswith(SCRATCH_PREFIX) else None
 
 
 def _is_layer_list(value: object) -> TypeGuard[list[str]]:
