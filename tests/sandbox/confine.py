@@ -12,7 +12,8 @@ has exited: each of those outlived the service that started it.
 
 With `--fake-token`, a size-limited tmpfs covers /run in this private mount
 namespace only, holding a service-account token whose text is the
-`HOSTILE_TOKEN_CANARY` variable, world-readable as in a pod.
+`HOSTILE_TOKEN_CANARY` variable (which CMD then does not inherit), world-readable
+as in a pod.
 The report is JSON lines: probe, watchdog, leftovers, exit.
 """
 
@@ -102,7 +103,7 @@ def probe(outer_pidns: str, outer_mntns: str) -> dict[str, Any]:
 def mount_fake_token(report: Report) -> None:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=755", "tmpfs", "/run"], check=True)
     TOKEN_PATH.parent.mkdir(parents=True)
-    TOKEN_PATH.write_text(os.environ["HOSTILE_TOKEN_CANARY"])
+    TOKEN_PATH.write_text(os.environ.pop("HOSTILE_TOKEN_CANARY"))  # in the file only, as in a pod
     TOKEN_PATH.chmod(0o644)
     report.write("fake_token", path=str(TOKEN_PATH))
 

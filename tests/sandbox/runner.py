@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
-from tests.sandbox import platforms, procs
+from tests.sandbox import confine, platforms, procs
 from tests.sandbox.hostile_programs import (
     ACHIEVED,
     HEALTH,
@@ -57,9 +57,9 @@ DEFERRED_S = 1.5
 
 
 def secret_canaries() -> list[str]:
-    return [value for key, value in os.environ.items() if key.endswith("_CANARY")] + [
-        os.environ["REWARD_API_TOKEN"]
-    ]
+    """The secrets here: this process's environment (a worker's) and the service-account token."""
+    found = [value for key, value in os.environ.items() if key.endswith("_CANARY")]
+    return [*found, os.environ["REWARD_API_TOKEN"], confine.TOKEN_PATH.read_text()]
 
 
 class Listeners:
