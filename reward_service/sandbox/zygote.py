@@ -234,6 +234,7 @@ class Zygote:
     ) -> None:
         """In the forked child: confine, then become the program; never returns."""
         try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
                 self.confinement.apply(fds, ruleset, workdir, limits)
             except OSError as e:
@@ -337,17 +338,20 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     del sys.path[0]
+    zygote: Zygote | None = None
     try:
-        zygote = Zygote(int(config["scratch_mb"]))
-        gc.freeze()
-        error = zygote.self_test()
-    except OSError as e:
-        protocol.write_frame(control_out, {"layers": [], "error": str(e)})
-        return
-    scratch_root = zygote.scratch_root if zygote.owns_scratch_root else None
-    hello = {"layers": zygote.layers, "error": error, "scratch_root": scratch_root}
-    protocol.write_frame(control_out, hello)
-    try:
+        try:
+            zygote = Zygote(int(config["scratch_mb"]))
+            gc.freeze()
+            error = zygote.self_test()
+        except OSError as e:
+            protocol.write_frame(control_out, {"layers": [], "error": str(e)})
+            return
+        if zygote.owns_scratch_root:
+            _clean_up_when_orphaned()
+        scratch_root = zygote.scratch_root if zygote.owns_scratch_root else None
+        hello = {"layers": zygote.layers, "error": error, "scratch_root": scratch_root}
+        protocol.write_frame(control_out, hello)
         while error is None:
             frame = protocol.read_frame(control_in)
             if frame is None:
@@ -356,7 +360,21 @@ def main() -> None:
             zygote.serve(request, payload, control_out)
             payload.close()
     finally:
-        zygote.close()
+        if zygote is not None:
+            zygote.close()
+
+
+def _clean_up_when_orphaned() -> None:
+    """Die of SIGTERM rather than SIGKILL with the worker, so that `close` removes the
+    scratch root on the host; a clean-up that hangs ends by SIGALRM. (The death signal
+    was SIGKILL until now: no parent death goes unnoticed in between.)"""
+
+    def terminate(signum: int, frame: object) -> None:
+        signal.alarm(5)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 if __name__ == "__main__":

@@ -138,6 +138,14 @@ def test_a_source_with_a_lone_surrogate_is_a_runtime_error(sandbox: ZygoteSandbo
     assert "SyntaxError" in outcome.stderr
 
 
+def test_a_program_may_signal_itself_and_dies_of_it(sandbox: ZygoteSandbox) -> None:
+    """SIGTERM to itself ends the run by that signal (the zygote's own handler is not inherited)."""
+    outcome = run(
+        sandbox, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\nprint('alive')"
+    )
+    assert (outcome.kind, outcome.exit_code, outcome.stdout) == (Kind.RUNTIME_ERROR, None, b"")
+
+
 def test_stdout_is_flushed_at_exit(sandbox: ZygoteSandbox) -> None:
     """Buffered output is written even when the program ends with sys.exit."""
     outcome = run(sandbox, "import sys\nprint('partial', end='')\nsys.exit(0)\n")
