@@ -80,7 +80,8 @@ async def slime_rewards(
     return Rewards(list(rewards), retries, time.perf_counter() - started)
 
 
-_ROLES = {"ray::ProxyActor": "proxy", "ray::ServeReplica": "replicas"}
+_ROLES = {"ray::ProxyActor": "proxy", "haproxy": "proxy", "ray::ServeReplica": "replicas"}
+"""Command lines, by role; `haproxy` is Serve's C ingress (RAY_SERVE_ENABLE_HA_PROXY=1)."""
 
 
 def _processes() -> dict[int, tuple[int, str, float]]:
@@ -102,8 +103,8 @@ def cpu_by_role(direct_pid: int) -> dict[str, float]:
     roots = {
         pid: role
         for pid, (_, cmd, _) in processes.items()
-        for p, role in _ROLES.items()
-        if cmd.startswith(p)
+        for pattern, role in _ROLES.items()
+        if pattern in cmd
     }
     roots[direct_pid] = "direct"
     totals = dict.fromkeys(["proxy", "replicas", "direct"], 0.0)
