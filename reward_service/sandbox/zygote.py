@@ -71,6 +71,8 @@ class Zygote:
     def __init__(self, scratch_mb: int) -> None:
         self.scratch_mb = scratch_mb
         self.runs = 0
+        self.running: int | None = None
+        """The run process between its fork and its reaping."""
         can_switch_uid = os.geteuid() == 0 and linux.has_capabilities(
             linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_CHOWN
         )
@@ -205,6 +207,7 @@ class Zygote:
             if pid == 0:
                 child_fds = (stdin_r, stdout_w, stderr_w, report_w)
                 self._become_run(runner, child_fds, ruleset, workdir, limits)
+            self.running = pid
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
             watch = None if "mountns" in self.namespaces else ScratchWatch(workdir, self.scratch_mb)
@@ -218,6 +221,7 @@ class Zygote:
                 lambda: self._kill(pid),
             )
             status, cpu_s = self._end(pid)
+            self.running = None
             if watch is not None:
                 seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
         finally:
@@ -348,7 +352,7 @@ def main() -> None:
             protocol.write_frame(control_out, {"layers": [], "error": str(e)})
             return
         if zygote.owns_scratch_root:
-            _clean_up_when_orphaned()
+            _clean_up_when_orphaned(zygote)
         scratch_root = zygote.scratch_root if zygote.owns_scratch_root else None
         hello = {"layers": zygote.layers, "error": error, "scratch_root": scratch_root}
         protocol.write_frame(control_out, hello)
@@ -364,13 +368,18 @@ def main() -> None:
             zygote.close()
 
 
-def _clean_up_when_orphaned() -> None:
-    """Die of SIGTERM rather than SIGKILL with the worker, so that `close` removes the
-    scratch root on the host; a clean-up that hangs ends by SIGALRM. (The death signal
-    was SIGKILL until now: no parent death goes unnoticed in between.)"""
+def _clean_up_when_orphaned(zygote: Zygote) -> None:
+    """Die of SIGTERM rather than SIGKILL with the worker: the run in progress is killed
+    and reaped, then `close` removes the scratch root on the host; a clean-up that hangs
+    ends by SIGALRM. (The death signal was SIGKILL until now: no parent death goes
+    unnoticed in between.)"""
 
     def terminate(signum: int, frame: object) -> None:
         signal.alarm(5)
+        if zygote.running is not None:
+            zygote._kill(zygote.running)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(zygote.running, 0)
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, terminate)
