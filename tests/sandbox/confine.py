@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -54,6 +55,20 @@ class Report:
         with self._lock:
             self._file.write(json.dumps({"event": event, **fields}) + "\n")
             self._file.flush()
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why no PID namespace can be made here (no unshare, or not allowed), or None."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return "unshare (util-linux) is not installed"
+    tried = subprocess.run(
+        [unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "true"], capture_output=True
+    )
+    if tried.returncode != 0:
+        return f"unshare cannot make a PID namespace here: {tried.stderr.decode().strip()}"
+    return None
 
 
 def command(

@@ -13,7 +13,6 @@ runner down (a hole) is retried in a fresh confined run with the programs left.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ DEADLINE_S = 120.0
 ATTEMPTS = 3
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("unshare") is None, reason="unshare (util-linux) is needed for the outer namespace"
+    confine.unavailable() is not None, reason=str(confine.unavailable())
 )
 
 

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import site
 import subprocess
@@ -61,7 +60,7 @@ LIVE_PROFILES = ("full", "nonroot-pod", "nonroot-old-kernel")
 manifests' unprivileged pod, and that pod on a kernel without landlock."""
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("unshare") is None, reason="unshare (util-linux) is needed"
+    confine.unavailable() is not None, reason=str(confine.unavailable())
 )
 
 
