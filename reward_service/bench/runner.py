@@ -180,13 +180,23 @@ def _hit_rates(before: dict[str, float], after: dict[str, float]) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of one process, from /proc."""
+def _cpu_seconds(pid: int, reaped: bool = False) -> float:
+    """User plus system CPU seconds of one process (and of the children it reaped), from /proc."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = sum(int(f) for f in fields[11 : 15 if reaped else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants(pid: int) -> list[int]:
+    """The live processes below `pid` (a worker's code sandbox and its helpers)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [d for child in map(int, children) for d in (child, *_descendants(child))]
 
 
 class _CpuShare:
@@ -200,14 +210,18 @@ def _cpu_per_answer(server: Any, answers: int) -> Iterator[_CpuShare]:
     workers = server.worker_pids()
     server_before = _cpu_seconds(server.process.pid)
     workers_before = sum(map(_cpu_seconds, workers))
+    sandboxes = [d for worker in workers for d in _descendants(worker)]
+    sandboxes_before = sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes)
     client_before = time.process_time()
     yield share
     server_ms = (_cpu_seconds(server.process.pid) - server_before) / answers * 1000
     workers_ms = (sum(map(_cpu_seconds, workers)) - workers_before) / answers * 1000
+    sandbox_s = sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes) - sandboxes_before
     client_ms = (time.process_time() - client_before) / answers * 1000
     share.text = (
         f"\n    cpu per answer: server {server_ms:.2f} ms, workers {workers_ms:.2f} ms, "
-        f"client {client_ms:.2f} ms"
+        + (f"their sandboxes {sandbox_s / answers * 1000:.2f} ms, " if sandboxes else "")
+        + f"client {client_ms:.2f} ms"
     )
 
 
