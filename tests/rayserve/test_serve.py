@@ -364,6 +364,25 @@ def test_serve_deploy_takes_the_generated_yaml_and_the_token_works_through_serve
     assert check.returncode == 0, check.stderr
 
 
+def test_slime_launch_can_deploy_the_service_first(
+    cluster: LocalCluster, deployed: str, metrics_port: int, tmp_path: Any
+) -> None:
+    """`launch --ray-serve deploy` deploys (here: 1 replica), runs the preflight, execs train."""
+    record = tmp_path / "argv.json"
+    train = f"import json, sys; json.dump(sys.argv[1:], open({str(record)!r}, 'w'))"
+    launch = _cli(
+        *("slime", "launch", "--ray-address", cluster.dashboard, "--ray-serve", "deploy"),
+        *("--replicas", "1", "--http-host", "127.0.0.1", "--http-port", str(cluster.serve_port)),
+        *("--metrics-port", str(metrics_port), "--wait-s", "60", "--"),
+        *(sys.executable, "-c", train),
+    )
+    assert launch.returncode == 0, launch.stderr
+    assert "ray: deployed reward-service: 1 replica(s)" in launch.stderr
+    assert "known-correct sample graded 1" in launch.stderr
+    assert json.loads(record.read_text()) == ["--rm-type", "remote_rm", "--rm-url", deployed]
+    assert len(_wait_for(cluster, 1)) == 1
+
+
 def test_delete_removes_the_application(cluster: LocalCluster, deployed: str) -> None:
     """`ray delete` removes it; `ray status` then exits 1 and says so."""
     result = _cli("ray", "delete", "--address", cluster.dashboard)
