@@ -74,7 +74,7 @@ def _on_ray(dashboard: Dashboard, args: argparse.Namespace) -> str:
         spec = spec_from_args(args)
         return dashboard.deploy(spec, secrets_from_env(spec.secret_names)).endpoint
     status = dashboard.status()
-    if status is None or (mode == "check" and not status.running):
+    if status is None or (mode == "check" and not status.serving):
         shown = status.describe() if status else "not deployed"
         raise RayServeError(
             f"the reward service is not running on Ray at {dashboard.address}: {shown}\n"

@@ -49,10 +49,23 @@ class AppStatus:
     endpoint: str
     metrics: tuple[str, ...] = ()
     """Each running replica's own /metrics (ports from `metrics_port` up, per node)."""
+    target_replicas: int | None = None
 
     @property
-    def running(self) -> bool:
-        return self.status == "RUNNING" and self.deployment_status == "HEALTHY"
+    def serving(self) -> bool:
+        """Taking traffic: the application runs and a replica of it does (scaling or not)."""
+        return self.status == "RUNNING" and any(r.state == "RUNNING" for r in self.replicas)
+
+    @property
+    def settled(self) -> bool:
+        """Healthy with exactly the replicas Serve aims for, all running: a deploy is done."""
+        states = [replica.state for replica in self.replicas]
+        return (
+            self.serving
+            and self.deployment_status == "HEALTHY"
+            and all(state == "RUNNING" for state in states)
+            and (self.target_replicas is None or len(states) == self.target_replicas)
+        )
 
     def describe(self) -> str:
         lines = [
@@ -143,16 +156,16 @@ class Dashboard:
         return app_status(self.details(), self.nodes())
 
     def wait_running(self, wait_s: float, say: Say = _stderr, interval_s: float = 1.0) -> AppStatus:
-        """Poll until our application runs healthy; `RayServeError` if it fails or time runs out."""
+        """Poll until our application has settled; `RayServeError` if it fails or time runs out."""
         deadline = time.monotonic() + wait_s
         last = ""
         while True:
             status = self.status()
-            if status is not None and status.running:
+            if status is not None and status.settled:
                 say(f"ray: {APP_NAME} is running at {status.endpoint}/score")
                 return status
             shown = status.describe() if status else f"{APP_NAME} not deployed"
-            if status is not None and status.status in ("DEPLOY_FAILED", "UNHEALTHY"):
+            if status is not None and status.status == "DEPLOY_FAILED":
                 raise RayServeError(f"{APP_NAME} failed to deploy:\n{shown}")
             if time.monotonic() >= deadline:
                 raise RayServeError(f"{APP_NAME} not running after {wait_s:g}s:\n{shown}")
@@ -236,6 +249,7 @@ def app_status(details: Mapping[str, Any], nodes: list[Node]) -> AppStatus | Non
         replicas=replicas,
         endpoint=endpoint(details, nodes, replicas),
         metrics=_replica_metrics(replicas, user_config.get("metrics_port")),
+        target_replicas=deployment.get("target_num_replicas"),
     )
 
 

@@ -42,7 +42,7 @@ def _status(args: argparse.Namespace) -> int:
         print("application reward-service: not deployed")
         return 1
     print(status.describe())
-    return 0 if status.running else 1
+    return 0 if status.serving else 1
 
 
 def _delete(args: argparse.Namespace) -> int:

@@ -142,7 +142,7 @@ def _run(url: str, items: list[dict[str, Any]], direct_pid: int) -> _Measured:
 def _replica_workers(dashboard: Dashboard) -> tuple[str, int, int]:
     """The running application's endpoint, replica count, and workers per replica."""
     status = dashboard.status()
-    if status is None or not status.running:
+    if status is None or not status.settled:
         raise RayServeError("deploy the application first: reward-service ray deploy ...")
     app = dashboard.details()["applications"]["reward-service"]
     options = app["deployments"][DEPLOYMENT_NAME]["deployment_config"]["ray_actor_options"]

@@ -44,21 +44,40 @@ def test_endpoint_is_a_cpu_nodes_proxy_else_the_head() -> None:
     assert endpoint(_details("fd00::1"), [HEAD], ()) == "http://[fd00::1]:8000"
 
 
+def _deployment(details: dict[str, Any]) -> dict[str, Any]:
+    deployment: dict[str, Any] = details["applications"]["reward-service"]["deployments"][
+        "RewardService"
+    ]
+    return deployment
+
+
 def test_status_reads_replicas_and_lists_their_metrics_per_node() -> None:
     """Running replicas of one node get metrics ports 9500, 9501; a starting one none yet."""
     status = app_status(_details(states=("RUNNING", "RUNNING", "STARTING")), [HEAD, CPU])
-    assert status is not None and status.running
+    assert status is not None
     assert [r.state for r in status.replicas] == ["RUNNING", "RUNNING", "STARTING"]
     assert status.metrics == ("http://10.0.0.2:9500/metrics", "http://10.0.0.2:9501/metrics")
     assert "endpoint: http://10.0.0.2:8000/score" in status.describe()
 
 
-def test_an_absent_or_unhealthy_application_is_not_running() -> None:
-    """No application is None; an application whose deployment is unhealthy is not running."""
+def test_serving_while_scaling_settled_only_when_done() -> None:
+    """A replica starting, fewer than the target, or unhealthy: serving, not settled."""
     assert app_status({"applications": {}}, [HEAD]) is None
-    details = _details()
-    details["applications"]["reward-service"]["deployments"]["RewardService"]["status"] = (
-        "UNHEALTHY"
-    )
-    status = app_status(details, [HEAD])
-    assert status is not None and not status.running
+    done = app_status(_details(states=("RUNNING", "RUNNING")), [HEAD])
+    assert done is not None and done.serving and done.settled
+    starting = app_status(_details(states=("RUNNING", "STARTING")), [HEAD])
+    assert starting is not None and starting.serving and not starting.settled
+    short = _details(states=("RUNNING",))
+    _deployment(short)["target_num_replicas"] = 2
+    scaling = app_status(short, [HEAD])
+    assert scaling is not None and scaling.serving and not scaling.settled
+    unhealthy = _details()
+    _deployment(unhealthy)["status"] = "UNHEALTHY"
+    sick = app_status(unhealthy, [HEAD])
+    assert sick is not None and sick.serving and not sick.settled
+
+
+def test_no_running_replica_is_not_serving() -> None:
+    """An application whose only replica is still starting takes no traffic yet."""
+    status = app_status(_details(states=("STARTING",)), [HEAD])
+    assert status is not None and not status.serving

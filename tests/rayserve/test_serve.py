@@ -96,7 +96,7 @@ def _wait_for(
     while (
         len(running := _running(cluster)) != replicas
         or gone in running
-        or not _status(cluster).running
+        or not _status(cluster).settled
     ):
         assert time.monotonic() < deadline, _status(cluster).describe()
         time.sleep(0.5)
@@ -122,7 +122,7 @@ def test_replicas_land_on_the_cpu_node_and_slime_gets_every_reward(
 ) -> None:
     """Both replicas run on the CPU-only node; a SLIME client through Serve gets right rewards."""
     status = _status(cluster)
-    assert status.running and len(status.replicas) == 2
+    assert status.settled and len(status.replicas) == 2
     assert {r.node_id for r in status.replicas} == {_cpu_node(cluster)}
     items = grpo_workload(seed=16, answers=512)
     rewards, _ = _rewards(deployed, items)
@@ -310,7 +310,7 @@ def test_deploy_without_an_eligible_node_fails_at_once_with_the_fix(
     with Dashboard(cluster.dashboard) as dashboard, pytest.raises(PlacementError) as raised:
         dashboard.deploy(ServeSpec(node_resource="cpu_pool"), {})
     assert "cpu_pool 0" in str(raised.value)
-    assert _status(cluster).running  # the running application was left alone
+    assert _status(cluster).settled  # the running application was left alone
 
 
 def test_redeploying_on_another_port_says_serve_keeps_its_own(
