@@ -10,16 +10,20 @@ solution runs as a module named `__solution__`, so its `if __name__ ==
   return value as JSON after a per-answer mark. The expected value never
   enters the sandbox: the worker compares.
 * assert-style: the driver runs the tests one by one in the solution's
-  namespace and writes each verdict after the mark, the mark itself last:
-  a program that exits early (`sys.exit`, `os._exit`) leaves no mark and
-  fails. These verdicts are made inside the program's own process, so a
-  solution that forges them could pass; call-based tests avoid that.
+  namespace and writes one report per test after the mark, `done` last: a
+  program that exits early (`sys.exit`, `os._exit`) leaves no `done` and
+  fails. A lifted test (`lifted.py`: `assert <expr> == <literal>`) is only
+  its expression here, and the report is its value as literal text of exact
+  built-in types, which the worker compares; any other test runs as a
+  statement and the report is its verdict, made inside the program's own
+  process (a solution that forges it could pass those).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Sequence
 from typing import Literal
 
 from reward_service.scorers.base import JSON
@@ -54,13 +58,42 @@ import json as _json, os as _os, sys as _sys, traceback as _traceback
 def _report(_value):
     _sys.stdout.flush()
     _os.write(1, ("\\n" + {mark!r} + _json.dumps(_value) + "\\n").encode())
+def _literal(_v, _depth=0):
+    _t = type(_v)
+    if _depth > 100:
+        raise ValueError("nested too deep")
+    if _v is None or _t in (bool, int, str, bytes, complex):
+        return repr(_v)
+    if _t is float:
+        if _v != _v:
+            return "nan"
+        return repr(_v) if abs(_v) != float("inf") else ("1e999" if _v > 0 else "-1e999")
+    if _t in (list, tuple, set, frozenset):
+        _items = ", ".join(_literal(_x, _depth + 1) for _x in _v)
+        if _t is list:
+            return "[" + _items + "]"
+        if _t is tuple:
+            return "(" + _items + ("," if len(_v) == 1 else "") + ")"
+        return "{{" + _items + "}}" if _v else "set()"
+    if _t is dict:
+        _pairs = (_literal(_k, _depth + 1) + ": " + _literal(_x, _depth + 1)
+                  for _k, _x in _v.items())
+        return "{{" + ", ".join(_pairs) + "}}"
+    raise TypeError("a value of type " + _t.__name__ + " is no literal")
 _ns = {{"__name__": "__solution__", "__builtins__": __builtins__}}
 exec(compile({source!r}, "<solution>", "exec"), _ns)
 exec(compile({setup!r}, "<setup>", "exec"), _ns)
-for _i, _test in enumerate({tests!r}):
+for _i, (_test, _lifted) in enumerate({tests!r}):
     try:
-        exec(compile(_test, "<test %d>" % _i, "exec"), _ns)
-        _verdict = ["ok", ""]
+        if _lifted:
+            _value = eval(compile(_test, "<test %d>" % _i, "eval"), _ns)
+            try:
+                _verdict = ["value", _literal(_value)]
+            except (TypeError, ValueError, RecursionError) as _error:
+                _verdict = ["wrong_output", str(_error)[:300]]
+        else:
+            exec(compile(_test, "<test %d>" % _i, "exec"), _ns)
+            _verdict = ["ok", ""]
     except AssertionError:
         _verdict = ["wrong_output", "AssertionError in " + _test[:300]]
     except MemoryError:
@@ -68,7 +101,7 @@ for _i, _test in enumerate({tests!r}):
     except BaseException:
         _verdict = ["runtime_error", _traceback.format_exc(limit=-1)[-300:]]
     _report(_verdict)
-    if {stop!r} and _verdict[0] != "ok":
+    if {stop!r} and _verdict[0] not in ("ok", "value"):
         break
 _report({done!r})
 """
@@ -84,9 +117,16 @@ def call_driver(source: str, fn_name: str, mark: str) -> str:
     return _CALL.format(source=source, name=fn_name, mark=mark, not_json=NOT_JSON)
 
 
-def assert_driver(source: str, setup: str, tests: tuple[str, ...], mark: str, stop: bool) -> str:
-    """A program running `tests` after `setup` in the solution namespace, verdicts after `mark`."""
-    return _ASSERT.format(source=source, setup=setup, tests=tests, mark=mark, stop=stop, done=DONE)
+def assert_driver(
+    source: str, setup: str, tests: Sequence[tuple[str, bool]], mark: str, stop: bool
+) -> str:
+    """A program running `tests` after `setup` in the solution namespace, reports after `mark`.
+
+    Each test is `(source, lifted)`: an expression whose value is reported, or a statement
+    whose verdict is.
+    """
+    listed = [(test, lifted) for test, lifted in tests]
+    return _ASSERT.format(source=source, setup=setup, tests=listed, mark=mark, stop=stop, done=DONE)
 
 
 Reading = tuple[Literal["value", "not_json"], JSON]

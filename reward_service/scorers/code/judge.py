@@ -30,6 +30,7 @@ from reward_service.scorers.code.drivers import (
     new_mark,
 )
 from reward_service.scorers.code.fences import Extracted, last_program
+from reward_service.scorers.code.lifted import LiftedTest, equal, lift, read_value
 
 SandboxFactory = Callable[[GradingLimits], Sandbox]
 """Builds the sandbox a scorer runs programs in (tests inject their own)."""
@@ -136,6 +137,8 @@ class Verdicts:
     """The failed tests in order (only the first unless `partial`)."""
     budget_out: bool = False
     """The answer's budget ran out before every test ran."""
+    total: int | None = None
+    """The tests graded, when not the label's count (a HumanEval `check` unfolded)."""
 
 
 class CodeScorer(Scorer):
@@ -204,7 +207,7 @@ class CodeScorer(Scorer):
         if suite.style != "stdin" and program.language != "python":
             return Score.error(f"{suite.style} tests need a python program")
         found = self._verdicts(program.language, program.source, suite, answer)
-        total = len(suite.inputs)
+        total = len(suite.inputs) if found.total is None else found.total
         failures = found.failures
         if answer.partial:
             passed = total - len(failures)
@@ -270,10 +273,16 @@ class CodeScorer(Scorer):
     def _assert_verdicts(
         self, source: str, suite: Suite, answer: AnswerOptions, mark: str
     ) -> Verdicts:
-        """All tests in one run: each test's time, summed, capped by the service's maximum."""
-        tests = len(suite.inputs)
+        """All tests in one run: each test's time, summed, capped by the service's maximum.
+
+        A lifted test (`lifted.py`) passes when the value its expression took equals its
+        literal, compared here; any other test passes on the program's own report.
+        """
+        lifted = lift(suite.inputs, suite.setup, suite.fn_name)
+        tests = len(lifted)
         stop = not answer.partial
-        program = Program("python", assert_driver(source, suite.setup, suite.inputs, mark, stop))
+        listed = [(test.source, test.lifted) for test in lifted]
+        program = Program("python", assert_driver(source, suite.setup, listed, mark, stop))
         per_test = answer.limits
         cap = max(per_test.time_s, self.limits.code_max_time_limit_s)
         limits = Limits(
@@ -281,17 +290,19 @@ class CodeScorer(Scorer):
         )
         outcomes = self.sandbox.run(program, [b""], limits, self.limits.code_budget_s, stop)
         if not outcomes:
-            return Verdicts([Failure(0, Kind.TIME_LIMIT.value, _BUDGET)], True)
+            return Verdicts([Failure(0, Kind.TIME_LIMIT.value, _BUDGET)], True, tests)
         outcome = outcomes[0]
         values = [
             value for reading, value in driver_results(outcome.stdout, mark) if reading == "value"
         ]
         ran = [v for v in values if isinstance(v, list) and len(v) == 2][:tests]
         failures = [
-            Failure(i, kind if kind in _ASSERT_KINDS else "wrong_output", str(text))
+            failure
             for i, (kind, text) in enumerate(ran)
-            if kind != "ok"
+            if (failure := _assert_failure(i, lifted[i], kind, text, answer.tolerance))
         ]
+        if stop:
+            failures = failures[:1]
         complete = values[-1:] == [DONE] and len(ran) == tests
         if not complete and not (stop and failures):
             # the program ended (or was ended) before its tests did
@@ -300,7 +311,23 @@ class CodeScorer(Scorer):
             failures.append(Failure(len(ran), kind.value, text))
             if not stop:
                 failures += [Failure(i, kind.value, text) for i in range(len(ran) + 1, tests)]
-        return Verdicts(failures)
+        return Verdicts(failures, total=tests)
+
+
+def _assert_failure(
+    i: int, test: LiftedTest, kind: JSON, text: JSON, tolerance: float | None
+) -> Failure | None:
+    """The verdict on assert test `i` from the driver's report `[kind, text]`."""
+    if kind in _ASSERT_KINDS:
+        return Failure(i, str(kind), str(text))
+    if test.lifted and kind == "value":
+        readable, value = read_value(text)
+        if readable and equal(value, test.expected, tolerance):
+            return None
+        return Failure(i, "wrong_output", "")
+    if not test.lifted and kind == "ok":
+        return None
+    return Failure(i, "wrong_output", "")  # a report of the wrong kind: forged
 
 
 def _too_long(program: Extracted) -> bool:

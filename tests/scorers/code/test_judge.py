@@ -369,7 +369,84 @@ def test_assert_reports_the_driver_never_writes_count_as_failures(
 ) -> None:
     """An unknown failure kind is `wrong_output`; reports missing a test or the end fail it."""
     sandbox = ForgingSandbox(lines=lines)
+    statements = "assert triple(1) in (3,)\nassert triple(2) in (6,)"  # not liftable
+    score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
+        "p", _fenced(CALL_OK), {"tests": statements}, {}
+    )
+    assert (score.reward, score.details["first_failure"]["kind"]) == (0.0, kind)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ('["ok", ""]', '["ok", ""]', '"done"'),
+        ('["value", "3"]', '["value", "3"]', '"done"'),
+        ('["value", "not a literal"]', '["value", "6"]', '"done"'),
+    ],
+    ids=["verdicts", "one-guess", "unreadable"],
+)
+def test_lifted_asserts_cannot_be_forged_by_the_program(lines: tuple[str, ...]) -> None:
+    """`assert f(x) == literal` tests are judged here: forged verdicts or guesses fail."""
+    sandbox = ForgingSandbox(lines=lines)
     score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
         "p", _fenced(CALL_OK), {"tests": "assert triple(1) == 3\nassert triple(2) == 6"}, {}
     )
-    assert (score.reward, score.details["first_failure"]["kind"]) == (0.0, kind)
+    assert score.reward == 0.0
+    assert score.details["first_failure"]["kind"] == "wrong_output"
+
+
+def test_lifted_assert_values_are_compared_in_the_worker() -> None:
+    """The driver's literal reports pass exactly when they equal the test's literal."""
+    sandbox = ForgingSandbox(lines=('["value", "3"]', '["value", "6"]', '"done"'))
+    score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
+        "p", _fenced(CALL_OK), {"tests": "assert triple(1) == 3\nassert 6 == triple(2)"}, {}
+    )
+    assert (score.reward, score.details["passed"]) == (1.0, 2)
+
+
+ALWAYS_EQUAL = """\
+class _Anything:
+    def __eq__(self, other):
+        return True
+def triple(x):
+    return _Anything()"""
+FRAME_FORGER = """\
+import os, sys
+_frame = sys._getframe(1)
+_report = _frame.f_globals.get("_report")
+if _report:
+    _report(["ok", ""])
+    _report(["ok", ""])
+    _report("done")
+    os._exit(0)
+def triple(x):
+    return 0"""
+
+
+@pytest.mark.parametrize("source", [ALWAYS_EQUAL, FRAME_FORGER], ids=["always-equal", "frame"])
+def test_programs_that_forge_lifted_assert_verdicts_earn_nothing(
+    scorer: CodeScorer, source: str
+) -> None:
+    """An object equal to everything, or reports written through the driver's own function: 0.0."""
+    score = scorer.score("p", _fenced(source), {"tests": ASSERTS}, {})
+    assert score.reward == 0.0
+
+
+def test_humaneval_check_of_plain_asserts_is_unfolded_and_lifted(scorer: CodeScorer) -> None:
+    """A `check(candidate)` of `==` asserts grades per assert, each value compared here."""
+    test = "def check(candidate):\n    assert candidate(1) == 3\n    assert candidate(2) == 6\n"
+    label = {"test": test, "entry_point": "triple"}
+    good = scorer.score("p", _fenced(CALL_OK), label, {})
+    forged = scorer.score("p", _fenced(ALWAYS_EQUAL), label, {})
+    assert (good.reward, good.details["total"]) == (1.0, 2)
+    assert forged.reward == 0.0
+
+
+def test_lifted_values_keep_python_equality(scorer: CodeScorer) -> None:
+    """Tuples are no lists, sets and dicts with int keys compare as Python compares them."""
+    tests = "assert pair(1) == (1, 1)\nassert keys(2) == {2: {2}}\nassert half(3) == 1.5"
+    source = "def pair(x):\n    return (x, x)\ndef keys(x):\n    return {x: {x}}\n"
+    source += "def half(x):\n    return x / 2"
+    listy = source.replace("return (x, x)", "return [x, x]")
+    assert scorer.score("p", _fenced(source), {"tests": tests}, {}).reward == 1.0
+    assert scorer.score("p", _fenced(listy), {"tests": tests}, {}).reward == 0.0
