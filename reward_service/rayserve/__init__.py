@@ -13,5 +13,7 @@ dashboard, so the SLIME launcher uses it from a training job.
 Errors (all `reward_service.errors.RewardServiceError`):
 
     RayServeError     the dashboard refused a request, or the app did not come up
-     └── PlacementError   no node may hold a replica (none CPU-only and labelled)
+     ├── PlacementError   no node may hold a replica (none CPU-only with reward_cpu)
+     └── RewardLost       the bench's SLIME-like client spent all ten attempts
+    ReplicaNotReady   a replica's grading pool is down: Serve's health check fails
 """
