@@ -28,6 +28,17 @@ PROFILES: dict[str, tuple[str, ...]] = {
 }
 """Profile name -> what the platform takes away (`nonroot-pod` is the Kubernetes manifests')."""
 
+UNCONFINED_READS = "nonroot-old-kernel"
+"""The profile where nothing confines a run's reads: no landlock, no mount namespace, and
+runs share the service's uid (docs/sandbox.md, "When the platform takes layers away")."""
+READ_GAPS: dict[str, str] = {
+    "proc_every_environ": "HOSTILE_ENV_CANARY",
+    "serviceaccount_token": "HOSTILE_TOKEN_CANARY",
+}
+"""Programs that read a secret where reads are unconfined, and the canary each can read:
+a documented gap (require `landlock` there), pinned so that it can only shrink. The API
+token is never among them: no child process holds it."""
+
 _X86_64 = 0xC000003E
 _NR = {"clone": 56, "unshare": 272, "setns": 308, "clone3": 435}
 _LANDLOCK = (444, 445, 446)

@@ -132,11 +132,18 @@ def test_a_sandboxed_run_signals_nothing_outside(attacks: list[Attack]) -> None:
 
 
 @pytest.mark.parametrize("name", [program.name for program in PROGRAMS])
-def test_hostile_program_achieves_nothing(attacks: list[Attack], name: str) -> None:
-    """The program ends with a right kind and leaves no trace: no hole of any kind."""
+def test_hostile_program_achieves_nothing(
+    attacks: list[Attack], name: str, request: pytest.FixtureRequest
+) -> None:
+    """The program ends with a right kind and leaves no trace: no hole of any kind (where reads
+    are unconfined, the documented read gap and nothing more)."""
     results = [attack.programs()[name] for attack in attacks if name in attack.programs()]
     assert results, f"{name}: no result, its runner died while it ran\n{attacks[-1].logs}"
     result = results[0]
+    unconfined = request.node.callspec.params["attacks"] == platforms.UNCONFINED_READS
+    if unconfined and result["holes"] and name in platforms.READ_GAPS:
+        assert all("secret" in hole for hole in result["holes"]), result["holes"]
+        pytest.xfail(f"documented gap: {name} reads a secret where reads are unconfined")
     assert not result["holes"], f"{name}: {result['holes']}\n{result}"
 
 

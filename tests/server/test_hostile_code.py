@@ -82,6 +82,7 @@ class Campaign:
     files: dict[str, list[str]] = field(default_factory=dict)
     log: str = ""
     canaries: dict[str, str] = field(default_factory=dict)
+    profile: str = "full"
     sent: int = 0
     copied: tuple[Any, Any] = (None, None)
 
@@ -215,7 +216,7 @@ def campaign(
     if reason := platforms.unavailable(profile):
         pytest.skip(reason)
     tmp = tmp_path_factory.mktemp(f"hostile_code-{profile}")
-    found = Campaign(canaries=confine.canaries())
+    found = Campaign(canaries=confine.canaries(), profile=profile)
     env = {**os.environ, **found.canaries, "REWARD_ACCESS_LOG": "all", "REWARD_WORKERS": "2"}
     listeners = Listeners()
     server = Server(tmp, env, profile)
@@ -319,6 +320,9 @@ def test_hostile_program_gets_zero(campaign: Campaign, hostile: Hostile) -> None
     assert answer.get("reward") == 0.0, answer
     assert failure.get("kind") in _expected_kinds(hostile), answer
     leaked = [name for name, canary in campaign.canaries.items() if canary in json.dumps(answer)]
+    if leaked and campaign.profile == platforms.UNCONFINED_READS:
+        assert leaked == [platforms.READ_GAPS.get(hostile.name)], leaked
+        pytest.xfail(f"documented gap: {hostile.name} reads a secret where reads are unconfined")
     assert not leaked, f"{hostile.name} exfiltrated {leaked} through its answer"
     said = str(failure.get("stderr")).splitlines()
     assert not [line for line in said if line.startswith(ACHIEVED)], answer
@@ -352,8 +356,12 @@ def test_no_secret_in_any_answer_or_log(campaign: Campaign) -> None:
     texts = {"answers": "\n".join(campaign.bodies), "log": campaign.log}
     assert campaign.log.count('"msg":"request"') >= campaign.sent, "the access log is not on"
     assert "forged log line" not in campaign.log
+    unconfined = campaign.profile == platforms.UNCONFINED_READS
+    gaps = set(platforms.READ_GAPS.values()) if unconfined else set()
     for where, text in texts.items():
         for name, canary in campaign.canaries.items():
+            if where == "answers" and name in gaps:
+                continue  # the documented read gap, pinned per program above
             assert canary not in text, f"{name} appears in the {where}"
 
 
