@@ -58,7 +58,7 @@ def test_a_humaneval_check_with_any_other_statement_stays_whole() -> None:
 )
 def test_values_are_read_as_literals_only(text: object, read: tuple[bool, object]) -> None:
     """A driver's value is a Python literal or unreadable: nothing it writes is evaluated."""
-    assert read_value(text) == read  # type: ignore[arg-type]
+    assert read_value(text) == read
 
 
 @pytest.mark.parametrize(
