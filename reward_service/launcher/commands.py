@@ -21,6 +21,7 @@ from reward_service.errors import RewardServiceError
 from reward_service.launcher.config import (
     ConfigError,
     LaunchConfig,
+    assignments,
     ray_dashboard,
     secrets_from_env,
 )
@@ -141,12 +142,7 @@ def _launch(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    env: dict[str, str] = {}
-    for pair in args.env:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise ConfigError(f"--env {pair!r}: expected NAME=VALUE")
-        env[name] = value
+    env = assignments(args.env, "--env")
     spec = JobSpec(
         entrypoint=_command(args) or DEFAULT_ENTRYPOINT,
         working_dir=args.working_dir,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reward_service.errors import RewardServiceError
@@ -51,6 +51,19 @@ _FALSE = frozenset({"0", "false", "no", "off", ""})
 
 class ConfigError(RewardServiceError, ValueError):
     """An environment variable holds a value the launcher cannot use."""
+
+
+def assignments(
+    pairs: Iterable[str], flag: str, error: type[RewardServiceError] = ConfigError
+) -> dict[str, str]:
+    """`NAME=VALUE` command-line pairs as a dict; a pair without `=` or a name raises `error`."""
+    found: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise error(f"{flag} {pair!r}: expected NAME=VALUE")
+        found[name] = value
+    return found
 
 
 def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from reward_service.errors import RewardServiceError
+from reward_service.launcher.config import assignments
 
 APP_NAME = "reward-service"
 DEPLOYMENT_NAME = "RewardService"
@@ -195,12 +196,7 @@ def spec_options() -> argparse.ArgumentParser:
 
 
 def spec_from_args(args: argparse.Namespace) -> ServeSpec:
-    env: dict[str, str] = {}
-    for pair in args.replica_env:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise RayServeError(f"--replica-env {pair!r}: expected NAME=VALUE")
-        env[name] = value
+    env = assignments(args.replica_env, "--replica-env", RayServeError)
     return ServeSpec(
         replicas=args.replicas,
         cpus_per_replica=args.cpus_per_replica,

@@ -23,12 +23,11 @@ import httpx
 import pytest
 
 from reward_service.launcher.commands import launcher_script
-from reward_service.testing import free_port
+from tests.rayserve.local_cluster import PORT_OPTIONS, port
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-RAY_WORKER_PORTS = range(10002, 20000)
 
 MODEL_ARGS = [
     *("--num-layers", "36", "--hidden-size", "2560", "--ffn-hidden-size", "9728"),
@@ -56,12 +55,6 @@ with open(os.environ["RECORD_PATH"], "w") as out:
 """
 
 
-def _port() -> int:
-    while (port := free_port()) in RAY_WORKER_PORTS:
-        pass
-    return port
-
-
 @pytest.fixture(scope="module")
 def ray_dashboard() -> Iterator[str]:
     """A one-CPU Ray head on 127.0.0.1, started for this module and stopped after."""
@@ -70,21 +63,13 @@ def ray_dashboard() -> Iterator[str]:
     if ray_cli is None:
         pytest.skip("ray is importable but its `ray` command is not on PATH")
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
-    dashboard_port = _port()
+    dashboard_port = port()
     command = [ray_cli, "start", "--head", "--block", "--node-ip-address", "127.0.0.1"]
-    command += ["--port", str(_port()), "--disable-usage-stats", "--num-cpus", "1"]
+    command += ["--port", str(port()), "--disable-usage-stats", "--num-cpus", "1"]
     command += ["--include-dashboard", "true", "--dashboard-host", "127.0.0.1"]
     command += ["--dashboard-port", str(dashboard_port), "--temp-dir", temp_dir]
-    for option in (
-        "--ray-client-server-port",
-        "--node-manager-port",
-        "--object-manager-port",
-        "--dashboard-agent-listen-port",
-        "--dashboard-agent-grpc-port",
-        "--metrics-export-port",
-        "--runtime-env-agent-port",
-    ):
-        command += [option, str(_port())]
+    for option in ("--ray-client-server-port", *PORT_OPTIONS):
+        command += [option, str(port())]
     log_path = Path(temp_dir) / "ray-start.log"
     log = open(log_path, "wb")  # noqa: SIM115 - closed in the finally below
     # --block keeps `ray start` in the foreground, so the cluster is stopped by

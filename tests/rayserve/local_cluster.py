@@ -28,7 +28,7 @@ from reward_service.testing import free_port
 RAY_WORKER_PORTS = range(10002, 20000)
 NODE_RESOURCE = "reward_cpu"
 CPU_NODE_CPUS = 2
-_PORT_OPTIONS = (
+PORT_OPTIONS = (
     "--node-manager-port",
     "--object-manager-port",
     "--dashboard-agent-listen-port",
@@ -131,7 +131,7 @@ def local_cluster(cpu_node: bool = True) -> Iterator[LocalCluster]:
     head += ["--num-cpus", "1", "--num-gpus", "1", "--include-dashboard", "true"]
     head += ["--dashboard-host", "127.0.0.1", "--dashboard-port", str(dashboard_port)]
     head += ["--ray-client-server-port", str(port())]
-    for option in _PORT_OPTIONS:
+    for option in PORT_OPTIONS:
         head += [option, str(port())]
     cluster = LocalCluster(f"http://127.0.0.1:{dashboard_port}", temp_dir, port())
     try:
@@ -141,7 +141,7 @@ def local_cluster(cpu_node: bool = True) -> Iterator[LocalCluster]:
             worker = [ray, "start", *common, "--address", f"127.0.0.1:{gcs_port}"]
             worker += ["--num-cpus", str(CPU_NODE_CPUS), "--num-gpus", "0"]
             worker += ["--resources", json.dumps({NODE_RESOURCE: CPU_NODE_CPUS})]
-            for option in _PORT_OPTIONS:
+            for option in PORT_OPTIONS:
                 worker += [option, str(port())]
             cluster.nodes.append(_start(worker, Path(temp_dir) / "cpu-node.log"))
             _wait(cluster, 2)
