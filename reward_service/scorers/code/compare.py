@@ -10,11 +10,17 @@ Return values: JSON-decoded, tuples already lists, `true` never equal to
 `1` (JSON keeps them apart; `1 == 1.0` still holds); with a tolerance,
 numbers match within it at any depth. An expected value that is a one-element list
 also matches its element, as APPS wraps call-based outputs.
+
+The tolerance loosens only where a float is involved (`numbers_close`, the one
+number comparison, for lifted asserts too): two integers, as tokens
+(`[+-]?[0-9]+`) or as JSON values, always compare exactly, so `1000001` is not
+`1000000` at 1e-6; an integer against a float (`1` and `1.0000001`) is within it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from reward_service.scorers.base import JSON
 
@@ -45,11 +51,28 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _close(a: float, b: float, tolerance: float) -> bool:
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def numbers_close(a: int | float, b: int | float, tolerance: float | None) -> bool:
+    """`a == b`, or within `tolerance` (absolute or relative) when a float is involved.
+
+    Two ints are compared exactly whatever the tolerance: it is for floating-point
+    error, which integers do not have.
+    """
+    if tolerance is None or (isinstance(a, int) and isinstance(b, int)):
+        return a == b
     try:
         return math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
     except OverflowError:  # an integer past any float
         return a == b
+
+
+def _integer_digits(token: str) -> tuple[bool, str]:
+    """An integer token's value as (negative, digits without leading zeros), read in linear
+    time and without `int`'s limit on digits."""
+    digits = token.lstrip("+-").lstrip("0") or "0"
+    return token.startswith("-") and digits != "0", digits
 
 
 def _number(token: str) -> float | None:
@@ -62,8 +85,10 @@ def _number(token: str) -> float | None:
 def _tokens_match(got: str, want: str, tolerance: float) -> bool:
     if got == want:
         return True
+    if _INTEGER.fullmatch(got) and _INTEGER.fullmatch(want):
+        return _integer_digits(got) == _integer_digits(want)
     a, b = _number(got), _number(want)
-    return a is not None and b is not None and _close(a, b, tolerance)
+    return a is not None and b is not None and numbers_close(a, b, tolerance)
 
 
 def outputs_match(got: str, want: str, tolerance: float | None = None) -> bool:
@@ -94,7 +119,8 @@ def _values_equal(got: JSON, want: JSON, tolerance: float | None) -> bool:
     if isinstance(got, bool) is not isinstance(want, bool):
         return False  # JSON's true is no number: a function returning True for 1 is wrong
     if tolerance is not None and _is_number(got) and _is_number(want):
-        return _close(got, want, tolerance)
+        assert isinstance(got, int | float) and isinstance(want, int | float)
+        return numbers_close(got, want, tolerance)
     return bool(got == want)
 
 

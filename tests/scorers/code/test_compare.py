@@ -7,6 +7,7 @@ import pytest
 from reward_service.scorers.base import JSON
 from reward_service.scorers.code.compare import (
     ToleranceError,
+    numbers_close,
     outputs_match,
     parse_tolerance,
     values_match,
@@ -29,6 +30,16 @@ OUTPUTS = [
     ("1 2 y\n", "1 2 x\n", 1e-6, False),
     ("1 2\n", "1 2 3\n", 1e-6, False),
     ("nan\n", "1\n", 1e-6, False),
+    ("1000001\n", "1000000\n", 1e-6, False),
+    ("0\n", "1\n", 0.9, False),
+    ("3 1000001\n", "3 1000000\n", 1e-6, False),
+    ("1000001\n", "1000000.0\n", 1e-6, True),
+    ("1.0000001\n", "1\n", 1e-6, True),
+    ("1e-7\n", "0\n", 1e-6, True),
+    ("+5 -0 007\n", "5 0 7\n", 1e-6, True),
+    ("-5\n", "5\n", 1e-6, False),
+    ("0" + "1" * 5000 + "\n", "1" * 5000 + "\n", 1e-6, True),
+    ("1" * 5000 + "\n", "1" * 4999 + "2\n", 1e-6, False),
 ]
 
 
@@ -57,6 +68,13 @@ VALUES: list[tuple[JSON, JSON, float | None, bool]] = [
     (1, True, 1e-6, False),
     ([True, False], [True, False], None, True),
     (10**400, 10**400, 1e-6, True),
+    (10**400 + 1, 10**400, 1e-6, False),
+    (1000001, 1000000, 1e-6, False),
+    ([1, [1000001]], [1, [1000000]], 1e-6, False),
+    ({"a": 0}, {"a": 1}, 0.9, False),
+    (1000001.0, 1000000, 1e-6, True),
+    (1000001, 1000000.0, 1e-6, True),
+    (0, 1e-7, 1e-6, True),
 ]
 
 
@@ -66,6 +84,45 @@ def test_values_match_decoded_json_with_apps_wrapping(
 ) -> None:
     """Return values match structurally, numbers within tolerance, a 1-element list by its item."""
     assert values_match(got, want, tolerance) is match
+
+
+NUMBERS: list[tuple[int | float, int | float, float | None, bool]] = [
+    (1000001, 1000000, 1e-6, False),
+    (1000001, 1000000, None, False),
+    (0, 1, 0.9, False),
+    (-3, -3, 0.5, True),
+    (1000001, 1000000.0, 1e-6, True),
+    (1000000.0, 1000001, 1e-6, True),
+    (1.0000001, 1, 1e-6, True),
+    (1.0000001, 1, None, False),
+    (0.0, 1e-7, 1e-6, True),
+    (1.0, 1.1, 1e-6, False),
+    (10**400, 1e300, 1e-6, False),
+    (10**400, 10**400 + 1, 1e-6, False),
+    (float("inf"), float("inf"), 1e-6, True),
+    (float("nan"), float("nan"), 1e-6, False),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "tolerance", "close"), NUMBERS)
+def test_tolerance_applies_only_where_a_float_is_involved(
+    a: int | float, b: int | float, tolerance: float | None, close: bool
+) -> None:
+    """Two ints compare exactly at any tolerance; with a float, within it."""
+    assert numbers_close(a, b, tolerance) is close
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "tolerance", "close"),
+    [n for n in NUMBERS if n[2] and n[0] == n[0]],  # not nan
+)
+def test_stdout_tokens_and_return_values_compare_numbers_alike(
+    a: int | float, b: int | float, tolerance: float, close: bool
+) -> None:
+    """The same numbers give the same verdict as tokens of stdout and as return values
+    (but the token `nan` is its own text)."""
+    assert outputs_match(f"{a!r}\n", f"{b!r}\n", tolerance) is close
+    assert values_match(a, b, tolerance) is close
 
 
 @pytest.mark.parametrize(
