@@ -88,6 +88,12 @@ class ZygoteSandbox:
             except (OSError, protocol.ProtocolError) as e:
                 lost = e
                 self._kill()
+            except BaseException:
+                # Anything else (a MemoryError holding the outcomes, an interruption, a bug)
+                # leaves the zygote mid-answer: the rest of this answer's frames must never
+                # be read as the next one's, so the next answer gets a fresh zygote.
+                self._kill()
+                raise
         elapsed = time.monotonic() - attempt
         outcomes.append(
             Outcome(Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, elapsed)

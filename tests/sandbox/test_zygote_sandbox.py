@@ -12,11 +12,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import LAYERS, Kind, Limits, Outcome, Program
+from reward_service.sandbox import LAYERS, Kind, Limits, Outcome, Program, zygote_sandbox
 from reward_service.sandbox.zygote_sandbox import ZYGOTE, ZygoteSandbox, probe_layers
 
 LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
@@ -332,6 +333,41 @@ def test_a_run_dies_with_its_zygote() -> None:
         runner.join()
         assert [o.kind for o in result] == [Kind.TIME_LIMIT]
         assert not doomed & set(zygote_processes(tag))
+
+
+@pytest.mark.parametrize(("where", "call"), [("_outcome", 2), ("_read", 4), ("_read", 5)])
+def test_a_failure_mid_answer_gives_the_next_answer_a_fresh_zygote(
+    monkeypatch: pytest.MonkeyPatch, where: str, call: int
+) -> None:
+    """A MemoryError while the worker reads an answer (after its first outcome; before the
+    second's frame, or inside it, its header read) kills the zygote, so the next answer
+    reads its own outcomes, never the rest of the previous one's; the error goes on up."""
+    tag = '"scratch_mb": 41'
+    with ZygoteSandbox(scratch_mb=41) as sandbox:
+        (before,) = zygote_processes(tag)[:1]
+        real = getattr(zygote_sandbox, where)
+        calls = 0
+
+        def failing(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            if calls == call:
+                raise MemoryError
+            return real(*args)
+
+        monkeypatch.setattr(zygote_sandbox, where, failing)
+        first = Program("python", "print('first', input())")
+        stdins = [b"1\n", b"2\n", b"3\n", b"4\n"]
+        with pytest.raises(MemoryError):
+            sandbox.run(first, stdins, LIMITS, budget_s=30, stop_at_first_failure=False)
+        monkeypatch.undo()
+        second = Program("python", "print('second', input())")
+        outcomes = sandbox.run(second, [b"a\n", b"b\n"], LIMITS, budget_s=30)
+        assert [(o.kind, o.stdout) for o in outcomes] == [
+            (Kind.OK, b"second a\n"),
+            (Kind.OK, b"second b\n"),
+        ]
+        assert before not in zygote_processes(tag)
 
 
 def test_close_leaves_no_process_behind() -> None:
