@@ -12,6 +12,8 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_service.cpus import available_cpus
+from reward_service.errors import SandboxUnavailable
+from reward_service.sandbox.zygote_sandbox import parse_required_layers
 
 MiB = 1024 * 1024
 
@@ -128,7 +130,8 @@ class Settings(BaseSettings):
     code_required_layers: frozenset[str] = Field(
         default_factory=frozenset,
         description="code scorer: sandbox layers that must be active or start-up fails, JSON "
-        '["seccomp", "namespaces"]; the always-on layers are always active.',
+        '["seccomp", "landlock|uid"]: each item a layer or alternatives a|b, one of which must '
+        "be active; the always-on layers are always active.",
     )
     reward_model_name: str = Field(
         "OpenAssistant/reward-model-deberta-v3-large-v2",
@@ -189,6 +192,14 @@ class Settings(BaseSettings):
                 "to serve without auth (set the token, or REWARD_REQUIRE_API_TOKEN=false)"
             )
         return self
+
+    @field_validator("code_required_layers")
+    @classmethod
+    def _required_layers_are_known(cls, required: frozenset[str]) -> frozenset[str]:
+        try:
+            return parse_required_layers(required)
+        except SandboxUnavailable as e:
+            raise ValueError(f"REWARD_CODE_REQUIRED_LAYERS: {e}") from None
 
     @model_validator(mode="after")
     def _code_limits_fit(self) -> Settings:

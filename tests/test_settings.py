@@ -181,3 +181,30 @@ def test_required_sandbox_layers_are_read_as_json(monkeypatch: pytest.MonkeyPatc
     assert Settings().code_required_layers == frozenset()
     monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["seccomp", "landlock"]')
     assert Settings().code_required_layers == {"seccomp", "landlock"}
+
+
+def test_required_sandbox_layers_take_alternatives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An item `a|b` is one requirement met by either layer; it is read in a normal form."""
+    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["seccomp", " uid | landlock "]')
+    assert Settings().code_required_layers == {"seccomp", "landlock|uid"}
+    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["landlock|uid", "uid|landlock"]')
+    assert Settings().code_required_layers == {"landlock|uid"}
+
+
+@pytest.mark.parametrize(
+    ("value", "unknown"),
+    [
+        ('["seccmop"]', "'seccmop'"),
+        ('["seccomp", "landlock|uids"]', "'uids'"),
+        ('["landlock|"]', "''"),
+    ],
+)
+def test_unknown_required_sandbox_layers_stop_start_up(
+    monkeypatch: pytest.MonkeyPatch, value: str, unknown: str
+) -> None:
+    """A name that is no sandbox layer, alone or among alternatives, fails validation."""
+    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", value)
+    with pytest.raises(pydantic.ValidationError, match="REWARD_CODE_REQUIRED_LAYERS") as error:
+        Settings()
+    assert f"unknown sandbox layers [{unknown}]" in str(error.value)
+    assert "known: process, rlimits, uid, seccomp, landlock" in str(error.value)

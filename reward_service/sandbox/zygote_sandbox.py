@@ -37,24 +37,20 @@ _STDERR_CHARS = 2048
 
 class ZygoteSandbox:
     """Runs programs through a pre-warmed zygote; raises `SandboxUnavailable` at start-up
-    if it cannot start or a layer of `required_layers` is not active."""
+    if it cannot start or an item of `required_layers` is not met: each item is a layer,
+    or alternatives `a|b` of which one must be active (`parse_required_layers`)."""
 
     def __init__(self, scratch_mb: int = 64, required_layers: Iterable[str] = ()) -> None:
         self._scratch_mb = scratch_mb
-        self._required = frozenset(required_layers)
-        unknown = self._required - set(LAYERS)
-        if unknown:
-            raise SandboxUnavailable(
-                f"unknown sandbox layers {sorted(unknown)}; known: {', '.join(LAYERS)}"
-            )
+        self._required = parse_required_layers(required_layers)
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
         self._layers = self._start()
-        missing = self._required - set(self._layers)
+        missing = unmet_layers(self._required, self._layers)
         if missing:
             self.close()
             raise SandboxUnavailable(
-                f"required sandbox layers not active here: {', '.join(sorted(missing))} "
+                f"required sandbox layers not active here: {', '.join(missing)} "
                 f"(active: {', '.join(self._layers)})"
             )
 
@@ -283,3 +279,32 @@ def probe_layers(scratch_mb: int = 64) -> tuple[str, ...]:
     """The layers a sandbox gets here, learnt by starting a zygote and stopping it."""
     with ZygoteSandbox(scratch_mb) as sandbox:
         return sandbox.layers
+
+
+def parse_required_layers(required: Iterable[str]) -> frozenset[str]:
+    """`required` in normal form, or `SandboxUnavailable` naming every unknown name.
+
+    Each item is a layer of `LAYERS` or alternatives `a|b` (any one of them active
+    meets it); names are stripped, and alternatives sorted and joined by `|`.
+    """
+    items: set[str] = set()
+    unknown: set[str] = set()
+    for item in required:
+        names = {name.strip() for name in item.split("|")}
+        unknown |= names - set(LAYERS)
+        items.add("|".join(sorted(names)))
+    if unknown:
+        raise SandboxUnavailable(
+            f"unknown sandbox layers {sorted(unknown)} (an item is a layer or alternatives "
+            f"a|b); known: {', '.join(LAYERS)}"
+        )
+    return frozenset(items)
+
+
+def unmet_layers(required: Iterable[str], active: Iterable[str]) -> list[str]:
+    """The items of `required` (normal form) that `active` does not meet, as text:
+    `seccomp`, or `landlock or uid` for alternatives none of which is active."""
+    have = set(active)
+    return sorted(
+        item.replace("|", " or ") for item in required if have.isdisjoint(item.split("|"))
+    )

@@ -92,7 +92,8 @@ class GradingLimits:
     code_scratch_mb: int = 64
     """`code` scorer: size of a run's scratch directory, where the platform can bound it."""
     code_required_layers: frozenset[str] = frozenset()
-    """`code` scorer: sandbox layers that must be active, or building the scorer fails."""
+    """`code` scorer: sandbox layers that must be active, or building the scorer fails; an
+    item `a|b` is met when any one of its layers is active."""
     code_budget_s: float = 29.0
     """`code` scorer: seconds one answer's tests may take in all, inside its hard deadline."""
 

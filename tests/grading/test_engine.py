@@ -114,9 +114,10 @@ def test_the_engine_learns_the_sandbox_layers_once_at_start_up() -> None:
 
 
 def test_a_required_sandbox_layer_that_cannot_be_had_stops_start_up() -> None:
-    """A `code_required_layers` entry the sandbox cannot provide raises SandboxUnavailable."""
-    with pytest.raises(SandboxUnavailable, match="nonesuch"):
-        _engine(code_required_layers=frozenset({"nonesuch"}))
+    """A `code_required_layers` entry the sandbox cannot provide raises SandboxUnavailable
+    (uid, root only, and userns, non-root only, are never both active)."""
+    with pytest.raises(SandboxUnavailable, match="not active here"):
+        _engine(code_required_layers=frozenset({"uid", "userns"}))
 
 
 def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(

@@ -414,3 +414,45 @@ def test_the_zygote_side_imports_only_the_stdlib_and_its_siblings(module: str) -
         "reward_service.sandbox",
         *(f"reward_service.sandbox.{m}" for m in ZYGOTE_SIDE),
     }
+
+
+@pytest.mark.parametrize(
+    ("active", "missing"),
+    [
+        (("process", "rlimits", "uid", "seccomp"), None),
+        (("process", "rlimits", "seccomp", "landlock"), None),
+        (("process", "rlimits", "seccomp"), "landlock or uid"),
+        (("process", "rlimits", "landlock"), "seccomp"),
+    ],
+)
+def test_required_alternatives_are_checked_against_the_active_layers(
+    monkeypatch: pytest.MonkeyPatch, active: tuple[str, ...], missing: str | None
+) -> None:
+    """`a|b` is met by either layer; building fails naming what is missing and what is active."""
+    monkeypatch.setattr(ZygoteSandbox, "_start", lambda self: active)
+    required = {"seccomp", "uid|landlock"}
+    if missing is None:
+        assert ZygoteSandbox(required_layers=required).layers == active
+        return
+    with pytest.raises(SandboxUnavailable) as error:
+        ZygoteSandbox(required_layers=required)
+    assert str(error.value) == (
+        f"required sandbox layers not active here: {missing} (active: {', '.join(active)})"
+    )
+
+
+def test_a_required_alternative_that_is_active_here_passes(sandbox: ZygoteSandbox) -> None:
+    """With a real zygote: an item whose one active alternative is here passes; alone, the
+    inactive alternative fails the build."""
+    active = next(layer for layer in ("seccomp", "landlock", "uid") if layer in sandbox.layers)
+    inactive = next(layer for layer in ("uid", "userns") if layer not in sandbox.layers)
+    with ZygoteSandbox(required_layers=[f"{inactive}|{active}"]) as box:
+        assert box.layers == sandbox.layers
+    with pytest.raises(SandboxUnavailable, match=f"not active here: {inactive} "):
+        ZygoteSandbox(required_layers=[inactive])
+
+
+def test_an_unknown_alternative_fails_the_build() -> None:
+    """A misspelt name among alternatives is an error too, before any zygote starts."""
+    with pytest.raises(SandboxUnavailable, match=r"unknown sandbox layers \['lanlock'\]"):
+        ZygoteSandbox(required_layers={"uid|lanlock"})
