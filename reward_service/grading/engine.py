@@ -34,6 +34,7 @@ from reward_service.logs import request_id
 from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
 from reward_service.scorers.base import JSON, NO_OPTIONS, ScoringInput
+from reward_service.scorers.code.judge import CodeScorer
 from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.grading.engine")
@@ -56,6 +57,24 @@ def _worker_init(limits: GradingLimits, extra: dict[str, str], memory_mb: int) -
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     _registry = ScorerRegistry.discover(limits, extra)
     _registry.load_all()
+    _warm_code_sandbox(_registry)
+
+
+def _warm_code_sandbox(registry: ScorerRegistry) -> None:
+    """Start the code scorer's zygote now, with the worker, not at its first answer.
+
+    A sandbox that cannot start leaves the worker serving the other scorers (the
+    engine's start-up check has logged why); the code scorer tries again per answer.
+    """
+    if CODE_SCORER not in registry:
+        return
+    scorer = registry.get(CODE_SCORER)
+    if not isinstance(scorer, CodeScorer):
+        return
+    try:
+        scorer.sandbox  # noqa: B018  (starts it)
+    except Exception as exc:  # SandboxUnavailable, or OSError from the zygote's spawn
+        log.warning("code sandbox did not start with the worker: %s", exc)
 
 
 def _grade(scorer: str, items: list[ScoringInput]) -> list[Score]:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
 from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
-from reward_service.grading.engine import ScoringEngine
+from reward_service.grading.engine import ScoringEngine, _warm_code_sandbox
 from reward_service.grading.sample import Sample
+from reward_service.sandbox import Sandbox
+from reward_service.sandbox.zygote_sandbox import ZYGOTE
+from reward_service.scorers import GradingLimits, ScorerRegistry
 from reward_service.settings import Settings
+from reward_service.testing import _children, live_server
 from tests.conftest import FAKE_SCORER
 
 
@@ -132,3 +137,27 @@ def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(
     assert _engine().sandbox_layers == ()
     with pytest.raises(SandboxUnavailable):
         _engine(code_required_layers=frozenset({"seccomp"}))
+
+
+def test_each_worker_has_its_zygote_once_the_pool_is_ready() -> None:
+    """The code sandbox starts with its worker, not at the worker's first code answer."""
+    with live_server(workers=2) as server:
+        workers = server.worker_pids()
+        assert len(workers) == 2
+        for worker in workers:
+            commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _children(worker)]
+            assert any(str(ZYGOTE).encode() in command for command in commands), commands
+
+
+def test_a_sandbox_that_cannot_start_with_the_worker_leaves_it_serving(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The warm start logs a sandbox that cannot start; the worker still grades other scorers."""
+
+    def broken(limits: GradingLimits) -> Sandbox:
+        raise SandboxUnavailable("zygote did not start")
+
+    monkeypatch.setattr("reward_service.scorers.code.judge.default_sandbox", broken)
+    registry = ScorerRegistry.discover(GradingLimits())
+    _warm_code_sandbox(registry)
+    assert registry.get("exact").score("p", "42", "42", {}).reward == 1.0
