@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes_validate import ValidationError, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "kubernetes"
@@ -21,6 +22,9 @@ DOCKERFILE = ROOT / "reward_service.Dockerfile"
 OVERLAYS = sorted(p.name for p in (KUBERNETES / "overlays").iterdir() if p.is_dir())
 
 Manifest = dict[str, Any]
+
+KUBERNETES_VERSIONS = ("1.29.0", "1.33.0")
+"""Oldest and newest Kubernetes versions the manifests are claimed to work on."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,18 @@ def render_with_components(tmp_path: Path, overlay: str, *components: str) -> Re
     }
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     return render_directory(tmp_path, f"{overlay}+{'+'.join(components)}")
+
+
+def schema_errors(objects: list[Manifest], version: str) -> list[str]:
+    """What strict validation against Kubernetes `version`'s API schemas finds, per object."""
+    errors = []
+    for obj in objects:
+        try:
+            validate(obj, version, strict=True)
+        except ValidationError as error:
+            path = ".".join(str(p) for p in error.path)
+            errors.append(f"{obj['kind']}/{obj['metadata']['name']}: {path}: {error.message}")
+    return errors
 
 
 def dockerfile_instructions(text: str) -> Iterator[tuple[str, str]]:

@@ -105,12 +105,13 @@ def test_config_validates_as_settings(rendered: Rendered, monkeypatch: pytest.Mo
     assert Settings().api_token is not None
 
 
-def test_config_requires_the_seccomp_layer(
+def test_config_requires_seccomp_and_landlock_or_a_uid_of_the_runs_own(
     rendered: Rendered, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The pod refuses to start where the code sandbox's seccomp filter cannot be installed."""
+    """The pod fails closed: it refuses to start without the code sandbox's seccomp filter,
+    and where runs' reads would be unconfined (no landlock, runs sharing the service's uid)."""
     _set_pod_environment(rendered, monkeypatch, {TOKEN_SECRET: "s3cret"})
-    assert "seccomp" in Settings().code_required_layers
+    assert {"seccomp", "landlock|uid"} <= Settings().code_required_layers
 
 
 @pytest.mark.parametrize("token", ["", "\n"])
