@@ -9,21 +9,24 @@ solution runs as a module named `__solution__`, so its `if __name__ ==
   names are predefined, as LeetCode's signatures assume) and writes the
   return value as JSON after a per-answer mark. The expected value never
   enters the sandbox: the worker compares.
-* assert-style: the driver runs the tests one by one in the solution's
-  namespace and writes one report per test after the mark, `done` last: a
-  program that exits early (`sys.exit`, `os._exit`) leaves no `done` and
-  fails. A lifted test (`lifted.py`: `assert <expr> == <literal>`) is only
-  its expression here, and the report is its value as literal text of exact
-  built-in types, which the worker compares; any other test runs as a
-  statement and the report is its verdict, made inside the program's own
-  process (a solution that forges it could pass those).
+* assert-style (`lifted.py` plans them): the calls driver makes the calls
+  a plan recorded, with literal arguments, and writes each value as literal
+  text of exact built-in types; the reference driver runs label code only,
+  to record a plan or to reach the verdicts with those values. No driver
+  that holds the solution holds an expected value. The statements driver,
+  for suites that cannot be planned, runs the tests in the solution's own
+  namespace (its verdicts are forgeable). Each driver writes one report per
+  call or test after its mark and `done` last: a program that exits early
+  leaves no `done` and fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from reward_service.scorers.base import JSON
@@ -53,8 +56,9 @@ _sys.stdout.flush()
 _os.write(1, ("\\n" + {mark!r} + _text + "\\n").encode())
 """
 
-_ASSERT = """\
-import json as _json, os as _os, sys as _sys, traceback as _traceback
+_REPORT = """\
+import ast as _ast, json as _json, os as _os, sys as _sys, traceback as _traceback
+_sys.set_int_max_str_digits(0)
 def _report(_value):
     _sys.stdout.flush()
     _os.write(1, ("\\n" + {mark!r} + _json.dumps(_value) + "\\n").encode())
@@ -80,31 +84,156 @@ def _literal(_v, _depth=0):
                   for _k, _x in _v.items())
         return "{{" + ", ".join(_pairs) + "}}"
     raise TypeError("a value of type " + _t.__name__ + " is no literal")
+def _failure():
+    _kind, _error = _sys.exc_info()[:2]
+    if _kind is AssertionError:
+        return ["wrong_output", "AssertionError"]
+    if _kind is MemoryError:
+        return ["memory_limit", "MemoryError"]
+    return ["runtime_error", _traceback.format_exc(limit=-1)[-300:]]
+"""
+"""What every driver starts with: its report writer, literal text of values, failure kinds."""
+
+_CALLS = (
+    _REPORT
+    + """\
+_calls = _json.loads(_sys.stdin.read())
 _ns = {{"__name__": "__solution__", "__builtins__": __builtins__}}
 exec(compile({source!r}, "<solution>", "exec"), _ns)
-exec(compile({setup!r}, "<setup>", "exec"), _ns)
-for _i, (_test, _lifted) in enumerate({tests!r}):
+for _name, _args, _kwargs in _calls:
     try:
-        if _lifted:
-            _value = eval(compile(_test, "<test %d>" % _i, "eval"), _ns)
-            try:
-                _verdict = ["value", _literal(_value)]
-            except (TypeError, ValueError, RecursionError) as _error:
-                _verdict = ["wrong_output", str(_error)[:300]]
-        else:
-            exec(compile(_test, "<test %d>" % _i, "exec"), _ns)
-            _verdict = ["ok", ""]
-    except AssertionError:
-        _verdict = ["wrong_output", "AssertionError in " + _test[:300]]
-    except MemoryError:
-        _verdict = ["memory_limit", "MemoryError"]
+        if not callable(_ns.get(_name)):
+            raise NameError("the solution defines no function " + _name)
+        _value = _ns[_name](*_ast.literal_eval(_args), **_ast.literal_eval(_kwargs))
+        try:
+            _verdict = ["value", _literal(_value)]
+        except (TypeError, ValueError, RecursionError) as _error:
+            _verdict = ["wrong_output", str(_error)[:300]]
     except BaseException:
-        _verdict = ["runtime_error", _traceback.format_exc(limit=-1)[-300:]]
+        _verdict = _failure()
     _report(_verdict)
-    if {stop!r} and _verdict[0] not in ("ok", "value"):
+    if {stop!r} and _verdict[0] != "value":
         break
 _report({done!r})
 """
+)
+
+_REFERENCE = (
+    _REPORT
+    + """\
+import math as _math, random as _random
+class _Stop(BaseException):
+    pass
+_state = {{"calls": [], "stop": None}}
+class _Pending:
+    def __bool__(self):
+        return True
+    def __iter__(self):
+        return iter(())
+    def __len__(self):
+        return 0
+    def __int__(self):
+        return 0
+    def __index__(self):
+        return 0
+    def __float__(self):
+        return 0.0
+    def __hash__(self):
+        return 0
+    def __repr__(self):
+        return "<pending>"
+    def __format__(self, spec):
+        return "<pending>"
+    def __contains__(self, item):
+        return True
+def _absorb(self, *args, **kwargs):
+    return self
+for _op in ("eq ne lt le gt ge add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv "
+            "mod rmod pow rpow neg pos abs invert and rand or ror xor rxor lshift rshift "
+            "getitem call getattr round matmul divmod").split():
+    setattr(_Pending, "__" + _op + "__", _absorb)
+_PENDING = _Pending()
+if {mode!r} == "verdict":
+    _given = _json.loads(_sys.stdin.read())
+def _called(_name, _args, _kwargs):
+    try:
+        _key = [_name, _literal(tuple(_args)), _literal(dict(_kwargs))]
+    except (TypeError, ValueError, RecursionError):
+        _key = None
+    if {mode!r} == "plan":
+        if _key is None:
+            _state["stop"] = ["unplannable", "an argument of " + _name + " is no literal value"]
+            raise _Stop()
+        _state["calls"].append(_key)
+        return _PENDING
+    _k = len(_state["calls"])
+    if _key is None or _k >= len(_given["calls"]) or _given["calls"][_k] != _key:
+        _state["stop"] = ["diverged", _name]
+        raise _Stop()
+    _state["calls"].append(_key)
+    _kind, _text = _given["results"][_k]
+    if _kind != "value":
+        _state["stop"] = ["solution", _kind, _text]
+        raise _Stop()
+    return _ast.literal_eval(_text)
+def _stub(_name):
+    return lambda *args, **kwargs: _called(_name, args, kwargs)
+def _eq(a, b):
+    if type(a) in (list, tuple) and type(a) is type(b):
+        return len(a) == len(b) and all(map(_eq, a, b))
+    if type(a) is dict and type(b) is dict:
+        return a.keys() == b.keys() and all(_eq(a[k], b[k]) for k in a)
+    numbers = (int, float)
+    if type(a) in numbers and type(b) in numbers and float in (type(a), type(b)):
+        try:
+            return _math.isclose(a, b, rel_tol={tolerance!r}, abs_tol={tolerance!r})
+        except OverflowError:
+            return a == b
+    return a == b
+for _module in {modules!r}:
+    globals()[_module] = __import__(_module)
+for _name in {stubs!r}:
+    globals()[_name] = _stub(_name)
+_random.seed(0)
+exec(compile({setup!r}, "<setup>", "exec"), globals())
+_passed = ("ok", "planned")
+for _i, _test in enumerate({tests!r}):
+    _first = len(_state["calls"])
+    try:
+        exec(compile(_test, "<test %d>" % _i, "exec"), globals())
+        _verdict = ["ok", ""]
+    except BaseException:
+        _verdict = _failure()
+    if _state["stop"] is not None:
+        _verdict, _state["stop"] = _state["stop"], None
+    if {mode!r} == "plan" and _verdict[0] != "unplannable":
+        _calls = _state["calls"][_first:]
+        _verdict = ["planned", _calls] if _verdict[0] == "ok" else ["unplannable", _verdict[1]]
+    _report(_verdict)
+    if _verdict[0] in ("unplannable", "diverged") or {stop!r} and _verdict[0] not in _passed:
+        break
+_report({done!r})
+"""
+)
+
+_STATEMENTS = (
+    _REPORT
+    + """\
+_ns = {{"__name__": "__solution__", "__builtins__": __builtins__}}
+exec(compile({source!r}, "<solution>", "exec"), _ns)
+exec(compile({setup!r}, "<setup>", "exec"), _ns)
+for _i, _test in enumerate({tests!r}):
+    try:
+        exec(compile(_test, "<test %d>" % _i, "exec"), _ns)
+        _verdict = ["ok", ""]
+    except BaseException:
+        _verdict = _failure()
+    _report(_verdict)
+    if {stop!r} and _verdict[0] != "ok":
+        break
+_report({done!r})
+"""
+)
 
 
 def new_mark() -> str:
@@ -117,28 +246,83 @@ def call_driver(source: str, fn_name: str, mark: str) -> str:
     return _CALL.format(source=source, name=fn_name, mark=mark, not_json=NOT_JSON)
 
 
-def assert_driver(
-    source: str, setup: str, tests: Sequence[tuple[str, bool]], mark: str, stop: bool
-) -> str:
-    """A program running `tests` after `setup` in the solution namespace, reports after `mark`.
+def calls_driver(source: str, mark: str, stop: bool) -> str:
+    """A program making the calls on its stdin (JSON `[name, args, kwargs]`, literal text)
+    with the solution's functions, each value as literal text after `mark`."""
+    return _CALLS.format(source=source, mark=mark, stop=stop, done=DONE)
 
-    Each test is `(source, lifted)`: an expression whose value is reported, or a statement
-    whose verdict is.
+
+def reference_driver(
+    setup: str,
+    tests: Sequence[str],
+    names: tuple[Sequence[str], Sequence[str]],
+    mark: str,
+    mode: Literal["plan", "verdict"],
+    stop: bool,
+    tolerance: float | None = None,
+) -> str:
+    """A program of label code only: `setup`, then `tests`, each name of `names[0]` a
+    stub and each module of `names[1]` imported, `random` seeded the same every run.
+
+    `plan`: each stub records its call and answers a placeholder; the report per test is
+    `["planned", calls]`, or `["unplannable", why]` for a call with no literal arguments.
+    `verdict`: stdin holds the plan's calls and the solution's results; each stub answers
+    its call's value (`["diverged", name]` for a call off the plan, `["solution", kind,
+    text]` where the solution failed), and the report per test is its verdict. Tests
+    compare with `_eq` (a float tolerance) where the worker wrote it in.
     """
-    listed = [(test, lifted) for test, lifted in tests]
-    return _ASSERT.format(source=source, setup=setup, tests=listed, mark=mark, stop=stop, done=DONE)
+    stubs, modules = names
+    return _REFERENCE.format(
+        setup=setup,
+        tests=list(tests),
+        stubs=list(stubs),
+        modules=list(modules),
+        mark=mark,
+        mode=mode,
+        stop=stop,
+        tolerance=tolerance or 0.0,
+        done=DONE,
+    )
+
+
+def statements_driver(source: str, setup: str, tests: Sequence[str], mark: str, stop: bool) -> str:
+    """A program running `tests` as statements after `setup`, in the solution's namespace
+    (forgeable: used only for suites that cannot be planned), a verdict per test."""
+    return _STATEMENTS.format(
+        source=source, setup=setup, tests=list(tests), mark=mark, stop=stop, done=DONE
+    )
 
 
 Reading = tuple[Literal["value", "not_json"], JSON]
 
 
 def driver_results(stdout: bytes, mark: str) -> list[Reading]:
-    """Each line a driver wrote after `mark`, in order: `("value", v)` or `("not_json", None)`."""
+    """Each line a driver wrote after `mark`, in order: `("value", v)` or `("not_json", None)`.
+
+    Integers of up to `BIG_INT_DIGITS` digits are read (a program may print them)."""
     readings: list[Reading] = []
-    for piece in stdout.split(mark.encode())[1:]:
-        line = piece.split(b"\n", 1)[0]
-        try:
-            readings.append(("value", json.loads(line)))
-        except (ValueError, RecursionError):
-            readings.append(("not_json", None))
+    with big_ints():
+        for piece in stdout.split(mark.encode())[1:]:
+            line = piece.split(b"\n", 1)[0]
+            try:
+                readings.append(("value", json.loads(line)))
+            except (ValueError, RecursionError):
+                readings.append(("not_json", None))
     return readings
+
+
+BIG_INT_DIGITS = 100_000
+"""The longest integer the worker reads from a run: Python's default stops at 4,300 digits
+(`factorial(5000)` has 16,326); reading costs grow with the square of the digits (0.07 s
+at this bound, 6 s at a million, the most a 1 MiB output could hold)."""
+
+
+@contextlib.contextmanager
+def big_ints() -> Iterator[None]:
+    """Within: integers of up to `BIG_INT_DIGITS` digits convert to and from text."""
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(BIG_INT_DIGITS)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(before)

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
 from reward_service.scorers.base import JSON, NO_OPTIONS, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.code.asserts import AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
 from reward_service.scorers.code.compare import (
     ToleranceError,
@@ -22,28 +23,17 @@ from reward_service.scorers.code.compare import (
     parse_tolerance,
     values_match,
 )
-from reward_service.scorers.code.drivers import (
-    DONE,
-    assert_driver,
-    call_driver,
-    driver_results,
-    new_mark,
-)
+from reward_service.scorers.code.drivers import call_driver, driver_results, new_mark
 from reward_service.scorers.code.fences import Extracted, last_program
-from reward_service.scorers.code.lifted import LiftedTest, equal, lift, read_value
+from reward_service.scorers.code.verdicts import BUDGET, Failure, Verdicts
 
 SandboxFactory = Callable[[GradingLimits], Sandbox]
 """Builds the sandbox a scorer runs programs in (tests inject their own)."""
 
 MAX_PROGRAM_CHARS = 100_000
 """A longer program is not graded (`no_answer`)."""
-STDERR_CHARS = 300
-"""Characters of standard error kept in `first_failure`."""
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
-_BUDGET = "the answer's time budget ran out before this test"
-_ASSERT_KINDS = frozenset({"wrong_output", "runtime_error", "memory_limit"})
-"""The failure kinds an assert driver reports (anything else it writes is `wrong_output`)."""
 
 
 def default_sandbox(limits: GradingLimits) -> Sandbox:
@@ -113,32 +103,8 @@ def read_options(options: Mapping[str, JSON], limits: GradingLimits) -> AnswerOp
     )
 
 
-@dataclass(frozen=True)
-class Failure:
-    """Why one test failed."""
-
-    test: int
-    kind: str
-    stderr: str = ""
-
-    def detail(self) -> dict[str, JSON]:
-        return {"test": self.test, "kind": self.kind, "stderr": self.stderr[-STDERR_CHARS:]}
-
-
 Judge = Callable[[int, Outcome], Failure | None]
 """The verdict on test `i` from its run's outcome: None when it passed."""
-
-
-@dataclass(frozen=True)
-class Verdicts:
-    """What running a suite found."""
-
-    failures: list[Failure]
-    """The failed tests in order (only the first unless `partial`)."""
-    budget_out: bool = False
-    """The answer's budget ran out before every test ran."""
-    total: int | None = None
-    """The tests graded, when not the label's count (a HumanEval `check` unfolded)."""
 
 
 class CodeScorer(Scorer):
@@ -159,6 +125,7 @@ class CodeScorer(Scorer):
         super().__init__(limits)
         self._factory = sandbox_factory or default_sandbox
         self._sandbox: Sandbox | None = None
+        self._asserts = AssertSuites()
 
     @property
     def sandbox(self) -> Sandbox:
@@ -221,6 +188,8 @@ class CodeScorer(Scorer):
             "language": program.language,
             "sandbox": list(self.sandbox.layers),
         }
+        if found.asserts is not None:
+            details["asserts"] = found.asserts
         if found.budget_out:
             details["budget_exhausted"] = True
         if not failures:
@@ -230,9 +199,9 @@ class CodeScorer(Scorer):
     def _verdicts(
         self, language: str, source: str, suite: Suite, answer: AnswerOptions
     ) -> Verdicts:
-        mark = new_mark()
         if suite.style == "assert":
-            return self._assert_verdicts(source, suite, answer, mark)
+            return self._assert_verdicts(source, suite, answer)
+        mark = new_mark()
         if suite.style == "call":
             program = Program("python", call_driver(source, suite.fn_name, mark))
             judge = _call_judge(suite, answer.tolerance, mark)
@@ -265,69 +234,23 @@ class CodeScorer(Scorer):
             if len(outcomes) < len(part):
                 unrun = range(done, len(stdins) if not stop else done + 1)
                 return Verdicts(
-                    [*failures, *(Failure(i, Kind.TIME_LIMIT.value, _BUDGET) for i in unrun)], True
+                    [*failures, *(Failure(i, Kind.TIME_LIMIT.value, BUDGET) for i in unrun)], True
                 )
             chunk *= 2
         return Verdicts(failures)
 
-    def _assert_verdicts(
-        self, source: str, suite: Suite, answer: AnswerOptions, mark: str
-    ) -> Verdicts:
-        """All tests in one run: each test's time, summed, capped by the service's maximum.
-
-        A lifted test (`lifted.py`) passes when the value its expression took equals its
-        literal, compared here; any other test passes on the program's own report.
-        """
-        lifted = lift(suite.inputs, suite.setup, suite.fn_name)
-        tests = len(lifted)
-        stop = not answer.partial
-        listed = [(test.source, test.lifted) for test in lifted]
-        program = Program("python", assert_driver(source, suite.setup, listed, mark, stop))
-        per_test = answer.limits
-        cap = max(per_test.time_s, self.limits.code_max_time_limit_s)
-        limits = Limits(
-            min(per_test.time_s * tests, cap), per_test.memory_mb, per_test.output_bytes
+    def _assert_verdicts(self, source: str, suite: Suite, answer: AnswerOptions) -> Verdicts:
+        """All tests in as few runs as their plan needs (`lifted.py`, `asserts.py`): each
+        run has each test's time, summed, capped by the service's maximum."""
+        return self._asserts.verdicts(
+            self.sandbox,
+            source,
+            (suite.inputs, suite.setup, suite.fn_name),
+            (answer.limits, self.limits.code_max_time_limit_s),
+            not answer.partial,
+            answer.tolerance,
+            self.limits.code_budget_s,
         )
-        outcomes = self.sandbox.run(program, [b""], limits, self.limits.code_budget_s, stop)
-        if not outcomes:
-            return Verdicts([Failure(0, Kind.TIME_LIMIT.value, _BUDGET)], True, tests)
-        outcome = outcomes[0]
-        values = [
-            value for reading, value in driver_results(outcome.stdout, mark) if reading == "value"
-        ]
-        ran = [v for v in values if isinstance(v, list) and len(v) == 2][:tests]
-        failures = [
-            failure
-            for i, (kind, text) in enumerate(ran)
-            if (failure := _assert_failure(i, lifted[i], kind, text, answer.tolerance))
-        ]
-        if stop:
-            failures = failures[:1]
-        complete = values[-1:] == [DONE] and len(ran) == tests
-        if not complete and not (stop and failures):
-            # the program ended (or was ended) before its tests did
-            kind = outcome.kind if outcome.kind is not Kind.OK else Kind.RUNTIME_ERROR
-            text = outcome.stderr or "the program exited before its tests ended"
-            failures.append(Failure(len(ran), kind.value, text))
-            if not stop:
-                failures += [Failure(i, kind.value, text) for i in range(len(ran) + 1, tests)]
-        return Verdicts(failures, total=tests)
-
-
-def _assert_failure(
-    i: int, test: LiftedTest, kind: JSON, text: JSON, tolerance: float | None
-) -> Failure | None:
-    """The verdict on assert test `i` from the driver's report `[kind, text]`."""
-    if kind in _ASSERT_KINDS:
-        return Failure(i, str(kind), str(text))
-    if test.lifted and kind == "value":
-        readable, value = read_value(text)
-        if readable and equal(value, test.expected, tolerance):
-            return None
-        return Failure(i, "wrong_output", "")
-    if not test.lifted and kind == "ok":
-        return None
-    return Failure(i, "wrong_output", "")  # a report of the wrong kind: forged
 
 
 def _too_long(program: Extracted) -> bool:

@@ -450,3 +450,96 @@ def test_lifted_values_keep_python_equality(scorer: CodeScorer) -> None:
     listy = source.replace("return (x, x)", "return [x, x]")
     assert scorer.score("p", _fenced(source), {"tests": tests}, {}).reward == 1.0
     assert scorer.score("p", _fenced(listy), {"tests": tests}, {}).reward == 0.0
+
+
+READ_CHECK = """\
+def f(x):
+    check = globals().get("check")
+    if check is None:
+        return None
+    constants = list(check.__code__.co_consts)
+    return constants[constants.index(x) + 1]"""
+OPERAND_LEAK = """\
+class _Leak(float):
+    def __sub__(self, other):
+        return 0.0
+def f(x):
+    return _Leak(0)"""
+CALLER_CONSTANTS = """\
+import sys
+def f(x):
+    caller = sys._getframe(1).f_code
+    numbers = [c for c in caller.co_consts if type(c) is int and c != x]
+    return numbers[0] if numbers else -1"""
+HUMANEVAL_TEST = (
+    "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n"
+)
+TOLERANCE_TEST = "def check(candidate):\n    assert abs(candidate(2) - 4) < 1e-6\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "label"),
+    [
+        (READ_CHECK, {"test": HUMANEVAL_TEST, "entry_point": "f"}),
+        (OPERAND_LEAK, {"test": TOLERANCE_TEST, "entry_point": "f"}),
+        (CALLER_CONSTANTS, {"tests": ["assert abs(f(2) - 4) < 1e-9", "assert f(3) - 9 == 0"]}),
+        (CALLER_CONSTANTS, {"tests": ["assert f(2) == 4"]}),
+    ],
+    ids=["humaneval-check-in-globals", "operand-of-the-expected-side", "caller-frame", "static"],
+)
+def test_no_expected_value_is_within_the_solutions_reach(
+    scorer: CodeScorer, source: str, label: dict[str, object]
+) -> None:
+    """A solution that reads the expected values from `check`, its caller's frame or an
+    operand handed to its result finds none: the tests never share its process."""
+    score = scorer.score("p", _fenced(source), label, {})
+    assert score.reward == 0.0, score.details
+    assert score.details["asserts"] in ("static", "replayed")
+
+
+def test_a_replayed_suite_grades_the_honest_solution(scorer: CodeScorer) -> None:
+    """Asserts of any shape over the solution's values pass for a right solution, per test."""
+    tests = [
+        "assert abs(f(2) - 4) < 1e-9",
+        "assert f(3) != 0",
+        "assert sorted([f(1), f(2)]) == [1, 4]",
+        "for i in range(3):\n    assert f(i) == i * i",
+    ]
+    good = scorer.score("p", _fenced("def f(x):\n    return x * x"), {"tests": tests}, {})
+    wrong = scorer.score(
+        "p",
+        _fenced("def f(x):\n    return x * x if x != 1 else 0"),
+        {"tests": tests},
+        {"partial": 1},
+    )
+    assert (good.reward, good.details["asserts"], good.details["total"]) == (1.0, "replayed", 4)
+    assert (wrong.reward, wrong.details["passed"]) == (0.5, 2)
+
+
+def test_a_test_whose_calls_depend_on_results_falls_back_to_statements(scorer: CodeScorer) -> None:
+    """A call taking another call's result cannot be planned: the suite runs as statements
+    and says so."""
+    label = {"tests": ["assert f(f(2)) == 16"]}
+    score = scorer.score("p", _fenced("def f(x):\n    return x * x"), label, {})
+    assert (score.reward, score.details["asserts"]) == (1.0, "statements")
+
+
+def test_a_tolerance_applies_to_replayed_equality(scorer: CodeScorer) -> None:
+    """`float_tolerance` loosens `==` between floats in a replayed test, never between ints."""
+    tests = ["assert [f(1)] == [0.3]", "assert len([f(1)]) == 1"]
+    close = scorer.score("p", _fenced("def f(x):\n    return 0.1 + 0.2"), {"tests": tests}, {})
+    loose = {"float_tolerance": 1e-9}
+    assert close.reward == 0.0
+    assert (
+        scorer.score(
+            "p", _fenced("def f(x):\n    return 0.1 + 0.2"), {"tests": tests}, loose
+        ).reward
+        == 1.0
+    )
+    ints = {"tests": ["assert [f(1)] == [1000000]", "assert len([f(1)]) == 1"]}
+    assert (
+        scorer.score(
+            "p", _fenced("def f(x):\n    return 1000001"), ints, {"float_tolerance": 1e-6}
+        ).reward
+        == 0.0
+    )
