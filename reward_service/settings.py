@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     code_output_bytes: int = Field(
         1 * MiB, ge=1024, description="code scorer: stdout kept per test; past it, output_limit."
     )
+    code_max_output_bytes: int = Field(
+        8 * MiB, ge=1024, description="code scorer: cap on a label's output_bytes."
+    )
     code_scratch_mb: int = Field(
         64, ge=1, description="code scorer: MiB of a run's scratch directory, where boundable."
     )
@@ -205,6 +208,8 @@ class Settings(BaseSettings):
     def _code_limits_fit(self) -> Settings:
         if self.code_time_limit_s > self.code_max_time_limit_s:
             raise ValueError("code_time_limit_s must not exceed code_max_time_limit_s")
+        if self.code_output_bytes > self.code_max_output_bytes:
+            raise ValueError("code_output_bytes must not exceed code_max_output_bytes")
         if self.code_memory_mb > self.code_max_memory_mb:
             raise ValueError("code_memory_mb must not exceed code_max_memory_mb")
         if self.code_max_memory_mb >= self.worker_memory_mb:

@@ -140,6 +140,7 @@ class ScoringEngine:
             code_memory_mb=settings.code_memory_mb,
             code_max_memory_mb=settings.code_max_memory_mb,
             code_output_bytes=settings.code_output_bytes,
+            code_max_output_bytes=settings.code_max_output_bytes,
             code_scratch_mb=settings.code_scratch_mb,
             code_required_layers=settings.code_required_layers,
         )

@@ -89,6 +89,8 @@ class GradingLimits:
     """`code` scorer: the most a label's `memory_mb` may ask."""
     code_output_bytes: int = 1024 * 1024
     """`code` scorer: standard output kept per test; past it the test fails `output_limit`."""
+    code_max_output_bytes: int = 8 * 1024 * 1024
+    """`code` scorer: the most a label's `output_bytes` may ask."""
     code_scratch_mb: int = 64
     """`code` scorer: size of a run's scratch directory, where the platform can bound it."""
     code_required_layers: frozenset[str] = frozenset()

@@ -38,6 +38,7 @@ DONE = "done"
 
 _CALL = """\
 import json as _json, os as _os, sys as _sys
+_sys.set_int_max_str_digits(0)
 _args = _json.loads(_sys.stdin.read())
 _ns = {{"__name__": "__solution__", "__builtins__": __builtins__}}
 exec("from typing import *", _ns)

@@ -92,6 +92,10 @@ def read_options(options: Mapping[str, JSON], limits: GradingLimits) -> AnswerOp
     if options.get("memory_mb") is not None:
         asked = math.ceil(_number("memory_mb", options["memory_mb"]))
         memory_mb = min(asked, limits.code_max_memory_mb)
+    output_bytes = limits.code_output_bytes
+    if options.get("output_bytes") is not None:
+        asked = math.ceil(_number("output_bytes", options["output_bytes"]))
+        output_bytes = min(asked, limits.code_max_output_bytes)
     try:
         tolerance = parse_tolerance(options.get("float_tolerance"))
     except ToleranceError as exc:
@@ -99,7 +103,7 @@ def read_options(options: Mapping[str, JSON], limits: GradingLimits) -> AnswerOp
     return AnswerOptions(
         partial=_flag(options.get("partial", False)),
         tolerance=tolerance,
-        limits=Limits(time_s=time_s, memory_mb=memory_mb, output_bytes=limits.code_output_bytes),
+        limits=Limits(time_s=time_s, memory_mb=memory_mb, output_bytes=output_bytes),
     )
 
 
@@ -117,6 +121,7 @@ class CodeScorer(Scorer):
         "float_tolerance": None,
         "time_limit_s": None,
         "memory_mb": None,
+        "output_bytes": None,
     }
 
     def __init__(

@@ -133,6 +133,11 @@ def prepare(tests: Sequence[str], setup: str, entry_point: str) -> Tests | None:
     unfolded into the asserts of `check`, `candidate` renamed, when its body holds
     asserts only (constant ones such as `assert True` left out).
     """
+    with big_ints():
+        return _prepared(tests, setup, entry_point)
+
+
+def _prepared(tests: Sequence[str], setup: str, entry_point: str) -> Tests | None:
     try:
         setup_tree = ast.parse(setup)
         trees = [ast.parse(test) for test in tests]
@@ -281,8 +286,9 @@ def _literal(node: ast.expr) -> tuple[bool, object]:
 
 
 def _rewrite(source: str, transformer: ast.NodeTransformer) -> str:
-    tree = transformer.visit(ast.parse(source))
-    return ast.unparse(ast.fix_missing_locations(tree))
+    with big_ints():
+        tree = transformer.visit(ast.parse(source))
+        return ast.unparse(ast.fix_missing_locations(tree))
 
 
 class _Evaluated(ast.NodeTransformer):

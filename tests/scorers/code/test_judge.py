@@ -13,6 +13,7 @@ import pytest
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Outcome, Program
 from reward_service.scorers.base import JSON, GradingLimits, Status
+from reward_service.scorers.code.drivers import big_ints
 from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer, default_sandbox
 
 ARGS = [1, 4, 7]
@@ -543,3 +544,34 @@ def test_a_tolerance_applies_to_replayed_equality(scorer: CodeScorer) -> None:
         ).reward
         == 0.0
     )
+
+
+def test_big_integers_are_values_like_any_other(scorer: CodeScorer) -> None:
+    """A function returning `factorial(2000)` (5,736 digits, past Python's default 4,300) or
+    an assert over it is graded, not refused."""
+    big = 1
+    for i in range(2, 2001):
+        big *= i
+    source = "import math\ndef f(n):\n    return math.factorial(n)"
+    call = {"fn_name": "f", "inputs": [[2000]], "outputs": [big]}
+    with big_ints():
+        digits = str(big)
+    asserts = {"tests": [f"assert f(2000) == {digits}", f"assert f(2000) - {digits} == 0"]}
+    assert scorer.score("p", _fenced(source), call, {}).reward == 1.0
+    static, replayed = (
+        scorer.score("p", _fenced(source), {"tests": [test]}, {}) for test in asserts["tests"]
+    )
+    assert (static.reward, static.details["asserts"]) == (1.0, "static")
+    assert (replayed.reward, replayed.details["asserts"]) == (1.0, "replayed")
+
+
+def test_a_label_may_raise_the_output_cap_within_the_services(scorer: CodeScorer) -> None:
+    """`output_bytes` lets a label keep more stdout than the default, never past the cap."""
+    source = "print('x' * (1536 * 1024))"
+    expected = "x" * (1536 * 1024)
+    label = {"inputs": [""], "outputs": [expected]}
+    default = scorer.score("p", _fenced(source), label, {})
+    raised = scorer.score("p", _fenced(source), {**label, "output_bytes": 2 * 1024 * 1024}, {})
+    capped = scorer.score("p", _fenced(source), {**label, "output_bytes": 1 << 40}, {})
+    assert default.details["first_failure"]["kind"] == "output_limit"
+    assert raised.reward == 1.0 and capped.reward == 1.0
