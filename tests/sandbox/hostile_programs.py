@@ -1012,6 +1012,40 @@ FORGERIES: tuple[Forgery, ...] = (
         {"inputs": ["1\n"], "outputs": ["2"]},
         frozenset({"wrong_output"}),
     ),
+    Forgery(
+        "humaneval_read_check",
+        "read HumanEval's check function from its own globals and answer its constants",
+        "def f(x):\n    check = globals().get('check')\n"
+        "    if check is None:\n        return None\n"
+        "    constants = list(check.__code__.co_consts)\n"
+        "    return constants[constants.index(x) + 1]\n",
+        {
+            "test": "def check(candidate):\n"
+            "    assert candidate(2) == 4\n    assert candidate(3) == 9\n",
+            "entry_point": "f",
+        },
+        frozenset({"wrong_output", "runtime_error"}),
+    ),
+    Forgery(
+        "assert_operand_leak",
+        "a float whose __sub__ answers 0.0, so `abs(f(x) - expected) < tol` holds",
+        "class _Leak(float):\n    def __sub__(self, other):\n        return 0.0\n"
+        "def f(x):\n    return _Leak(0)\n",
+        {
+            "test": "def check(candidate):\n    assert abs(candidate(2) - 4) < 1e-6\n",
+            "entry_point": "f",
+        },
+        frozenset({"wrong_output"}),
+    ),
+    Forgery(
+        "assert_caller_constants",
+        "read the expected value from the constants of the test that called it",
+        "import sys\ndef f(x):\n    code = sys._getframe(1).f_code\n"
+        "    numbers = [c for c in code.co_consts if type(c) is int and c != x]\n"
+        "    return numbers[0] if numbers else -1\n",
+        {"tests": ["assert abs(f(2) - 4) < 1e-9", "assert f(3) - 9 == 0"]},
+        frozenset({"wrong_output"}),
+    ),
 )
 
 
