@@ -61,6 +61,7 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "fsmount": (432, 432),
     "fspick": (433, 433),
     "mount_setattr": (442, 442),
+    "open_tree_attr": (467, 467),
     "bpf": (321, 280),
     "perf_event_open": (298, 241),
     "keyctl": (250, 219),
@@ -117,6 +118,9 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "semget": (64, 190),
     "mq_open": (240, 180),
     "ioctl": (16, 29),
+    "fcntl": (72, 25),
+    "memfd_create": (319, 279),
+    "memfd_secret": (447, 447),
     "sethostname": (170, 161),
     "setdomainname": (171, 162),
     "open": (2, None),
@@ -152,6 +156,13 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "removexattr": (197, 14),
     "lremovexattr": (198, 15),
     "fremovexattr": (199, 16),
+    "setxattrat": (463, 463),
+    "removexattrat": (466, 466),
+    "file_setattr": (469, 469),
+    "utime": (132, None),
+    "utimes": (235, None),
+    "futimesat": (261, None),
+    "utimensat": (280, 88),
 }
 LANDLOCK_CREATE_RULESET = 444
 LANDLOCK_ADD_RULE = 445

@@ -1,20 +1,27 @@
 """The seccomp layer: a classic-BPF syscall filter written by hand, installed per run.
 
 Stdlib only (the zygote imports it). The filter allows by default and denies
-what a solution never needs: sockets, signals to any process but the run's
-own, tracing, new processes (threads stay allowed: `clone` with
-CLONE_THREAD and no namespace flag), exec, sessions and process groups,
-namespaces and mounts, System V IPC objects and message queues (they would
-outlive the run), typing into a terminal (TIOCSTI), and the kernel's
-administrative calls. `clone3`
-answers ENOSYS so that glibc falls back to `clone`, whose flags the filter
-can read. A call from another ABI (i386 or x32 on x86_64) kills the run.
+what a solution never needs: sockets; signals to any process but the run's
+own, sent or left for the kernel to send to a file's owner (`fcntl`
+F_SETOWN, F_SETOWN_EX, F_SETSIG, F_SETLEASE, F_NOTIFY, and F_SETFL with
+O_ASYNC; `ioctl` FIOSETOWN, SIOCSPGRP, FIOASYNC); tracing; new processes
+(threads stay allowed: `clone` with CLONE_THREAD and no namespace flag),
+exec, sessions and process groups, namespaces and mounts; System V IPC
+objects and message queues (they would outlive the run); memory no limit
+counts (`memfd_create`, `memfd_secret`) and files no directory shows
+(O_TMPFILE); every change to a file's metadata: modes, owners, extended
+attributes, times, inode flags (FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR,
+`file_setattr`) and `truncate` by path (landlock covers none of them, and
+truncation only from ABI 3; `ftruncate` stays); typing into a terminal
+(TIOCSTI, TIOCLINUX); and the kernel's administrative calls. `clone3` and
+`openat2` answer ENOSYS, so that glibc falls back to `clone` and callers to
+`openat`, whose flags the filter can read. A call from another ABI (i386 or
+x32 on x86_64) kills the run.
 
 Where no landlock confines the file system, the filter can also refuse
 every file write (`read_only_files`): opening for writing or creating,
-removing, renaming, linking, truncating, changing modes, owners or extended
-attributes. It cannot tell the scratch directory from the rest (a filter
-sees no paths), so such a run writes no file at all.
+creating, removing, renaming, linking. It cannot tell the scratch directory
+from the rest (a filter sees no paths), so such a run writes no file at all.
 """
 
 from __future__ import annotations
@@ -32,39 +39,52 @@ _X32_SYSCALL_BIT = 0x40000000
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
+_JSET_K = 0x45
 _AND_K = 0x54
 _RET_K = 0x06
 
 _ALLOW = 0x7FFF0000
 _KILL_PROCESS = 0x80000000
 _EPERM = 0x00050000 | errno.EPERM
+_EACCES = 0x00050000 | errno.EACCES
 _ENOSYS = 0x00050000 | errno.ENOSYS
 
 _NR = 0
 _ARCH = 4
 _ARGS_LOW = 16  # seccomp_data.args[0], low 32 bits on a little-endian machine; 8 bytes apart
 
-_EACCES = 0x00050000 | errno.EACCES
-
 _OWN_PID_IN_ARG0 = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 _OPEN_FLAGS_ARG = {"open": 1, "openat": 2}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC
+_O_TMPFILE = 0o20000000  # __O_TMPFILE, the same on x86_64 and aarch64 (alone: EINVAL)
+_O_ASYNC = 0o20000
+_F_SETFL = 4
+_SIGNAL_OWNER_FCNTLS = (8, 15, 10, 1024, 1026)
+"""F_SETOWN, F_SETOWN_EX (who gets a file's SIGIO: any process of the uid), F_SETSIG, F_SETLEASE,
+F_NOTIFY (their signals go to that owner)."""
+_REFUSED_IOCTLS = (
+    0x5412,  # TIOCSTI: type into a terminal
+    0x541C,  # TIOCLINUX
+    0x5452,  # FIOASYNC: O_ASYNC by another name
+    0x8901,  # FIOSETOWN: F_SETOWN by another name
+    0x8902,  # SIOCSPGRP: the same
+    0x40086602,  # FS_IOC_SETFLAGS: inode flags (chattr)
+    0x401C5820,  # FS_IOC_FSSETXATTR: the same, and more
+)
 FILE_WRITES = (
     "creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat",
-    "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate", "chmod", "fchmod",
-    "fchmodat", "fchmodat2", "chown", "lchown", "fchown", "fchownat", "mknod", "mknodat",
-    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "renameat2", "link", "linkat", "symlink", "symlinkat", "mknod", "mknodat",
 )  # fmt: skip
 """Calls that answer EACCES under `read_only_files`."""
-_TERMINAL_IOCTLS = (0x5412, 0x541C)  # TIOCSTI (type into a terminal), TIOCLINUX
+_ENOSYS_CALLS = ("clone3", "openat2")
 _SPECIAL = (
     *_OWN_PID_IN_ARG0,
     *_OPEN_FLAGS_ARG,
     *FILE_WRITES,
-    "openat2",
+    *_ENOSYS_CALLS,
     "clone",
-    "clone3",
     "ioctl",
+    "fcntl",
 )
 DENIED = tuple(name for name in linux.SYSCALLS if name not in (*_SPECIAL, "prlimit64"))
 """Calls that answer EPERM whatever their arguments."""
@@ -79,13 +99,14 @@ _NAMESPACE_FLAGS = (
     | linux.CLONE_NEWNET
 )
 _PID_PLACEHOLDER = 0
+_Instruction = tuple[int, int, int, int]
 
 
 class _SockFprog(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_char_p))
 
 
-def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> tuple[int, int, int, int]:
+def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> _Instruction:
     return (code, jt, jf, k)
 
 
@@ -104,20 +125,27 @@ class SyscallFilter:
         ]
         if linux.ARCH == "x86_64":
             program += [_op(_JGE_K, _X32_SYSCALL_BIT, jf=1), _op(_RET_K, _KILL_PROCESS)]
-        refused = [(name, _EPERM) for name in DENIED] + [("clone3", _ENOSYS)]
+        refused = [(name, _EPERM) for name in DENIED]
+        refused += [(name, _ENOSYS) for name in _ENOSYS_CALLS]
         if read_only_files:
-            refused += [(name, _EACCES) for name in FILE_WRITES] + [("openat2", _ENOSYS)]
+            refused += [(name, _EACCES) for name in FILE_WRITES]
         for name, denial in refused:
             number = linux.syscall_number(name)
             if number is not None:
                 program += [_op(_JEQ_K, number, jf=1), _op(_RET_K, denial)]
         program += _only_if("clone", 0, linux.CLONE_THREAD | _NAMESPACE_FLAGS, linux.CLONE_THREAD)
         program += _only_if("prlimit64", 0, 0xFFFFFFFF, 0)
-        for request in _TERMINAL_IOCTLS:
-            program += _deny_if("ioctl", 1, request)
-        if read_only_files:
-            for name, arg in _OPEN_FLAGS_ARG.items():
-                program += _only_if(name, arg, _WRITE_FLAGS, 0, _EACCES)
+        program += _checked(
+            "fcntl",
+            _equals_any(1, _SIGNAL_OWNER_FCNTLS, _EPERM)
+            + _if_equals(1, _F_SETFL, _has_bits(2, _O_ASYNC, _EPERM)),
+        )
+        program += _checked("ioctl", _equals_any(1, _REFUSED_IOCTLS, _EPERM))
+        for name, arg in _OPEN_FLAGS_ARG.items():
+            checks = _has_bits(arg, _O_TMPFILE, _EPERM)
+            if read_only_files:
+                checks += _has_bits(arg, _WRITE_FLAGS, _EACCES)
+            program += _checked(name, checks)
         self._pid_slots: list[int] = []
         for name in _OWN_PID_IN_ARG0:
             self._pid_slots.append(len(program) + 3)
@@ -137,26 +165,41 @@ class SyscallFilter:
         linux.prctl(linux.PR_SET_SECCOMP, 2, ctypes.c_void_p(ctypes.addressof(fprog)))
 
 
-def _deny_if(name: str, arg: int, value: int) -> list[tuple[int, int, int, int]]:
-    """EPERM for `name` when `args[arg]` (low 32 bits) is `value`; nr is reloaded after."""
-    return [
-        _op(_JEQ_K, _number(name), jf=4),
-        _op(_LD_W_ABS, _ARGS_LOW + 8 * arg),
-        _op(_JEQ_K, value, jf=1),
-        _op(_RET_K, _EPERM),
-        _op(_LD_W_ABS, _NR),
-    ]
-
-
-def _number(name: str) -> int:
+def _checked(name: str, checks: list[_Instruction]) -> list[_Instruction]:
+    """For `name`, `checks` (each refuses or falls through), then allow; the accumulator holds
+    nr. Nothing where the architecture has no such call."""
     number = linux.syscall_number(name)
-    assert number is not None, name
-    return number
+    if number is None:
+        return []
+    body = [*checks, _op(_RET_K, _ALLOW)]
+    return [_op(_JEQ_K, number, jf=len(body)), *body]
+
+
+def _equals_any(arg: int, values: tuple[int, ...], denial: int) -> list[_Instruction]:
+    """`denial` when `args[arg]` (low 32 bits) is one of `values`."""
+    program = [_op(_LD_W_ABS, _ARGS_LOW + 8 * arg)]
+    for value in values:
+        program += [_op(_JEQ_K, value, jf=1), _op(_RET_K, denial)]
+    return program
+
+
+def _if_equals(arg: int, value: int, then: list[_Instruction]) -> list[_Instruction]:
+    """The checks `then` only when `args[arg]` (low 32 bits) is `value`."""
+    return [_op(_LD_W_ABS, _ARGS_LOW + 8 * arg), _op(_JEQ_K, value, jf=len(then)), *then]
+
+
+def _has_bits(arg: int, bits: int, denial: int) -> list[_Instruction]:
+    """`denial` when `args[arg]` has any of `bits` (low 32 bits)."""
+    return [
+        _op(_LD_W_ABS, _ARGS_LOW + 8 * arg),
+        _op(_JSET_K, bits, jf=1),
+        _op(_RET_K, denial),
+    ]
 
 
 def _only_if(
     name: str, arg: int, mask: int, equals: int, denial: int = _EPERM
-) -> list[tuple[int, int, int, int]]:
+) -> list[_Instruction]:
     """Allow `name` when `args[arg] & mask == equals` (low 32 bits), else `denial`.
 
     Nothing where the architecture has no such call; the accumulator holds nr."""

@@ -170,6 +170,104 @@ with open({path}, "rb") as f:
     print(f.read(65536))
 """
 
+_SIGIO = """\
+import fcntl, os, struct, time
+F_SETSIG, F_SETOWN_EX, F_OWNER_PID, F_OWNER_PGRP = 10, 15, 1, 2
+FIOASYNC, IOCTL_OWNERS = 0x5452, {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902}
+SIGSTOP, SIGCONT = 19, 18
+me = os.getpid()
+def state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+def visible():
+    try:
+        return sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me)
+    except OSError:
+        return []
+def own(fd, who, how):
+    if how == "F_SETOWN_EX":
+        kind = F_OWNER_PGRP if who < 0 else F_OWNER_PID
+        fcntl.fcntl(fd, F_SETOWN_EX, struct.pack("ii", kind, abs(who)))
+    elif how in IOCTL_OWNERS:
+        try:
+            fcntl.ioctl(fd, IOCTL_OWNERS[how], struct.pack("i", who))
+        except OSError:  # a socket's ioctl: on a pipe, F_SETOWN does it
+            fcntl.fcntl(fd, fcntl.F_SETOWN, who)
+    else:
+        fcntl.fcntl(fd, fcntl.F_SETOWN, who)
+def send(who, sig, how, asynchronous):
+    # the kernel sends `sig` to the owner of a pipe's read end when input arrives
+    r, w = os.pipe()
+    try:
+        own(r, who, how)
+        fcntl.fcntl(r, F_SETSIG, sig)
+        if asynchronous == "FIOASYNC":
+            fcntl.ioctl(r, FIOASYNC, struct.pack("i", 1))
+        else:
+            fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)
+        os.write(w, b"x")
+        return "sent"
+    except OSError as exc:
+        return exc.strerror
+    finally:
+        os.close(r)
+        os.close(w)
+def stop(pid, who=None, how="F_SETOWN", asynchronous="F_SETFL"):
+    # SIGSTOP for SIGKILL: stopped is killed; continued at once, the same way
+    if state(pid) not in ("S", "R", "D", None):
+        return "already " + str(state(pid))
+    sent = send(pid if who is None else who, SIGSTOP, how, asynchronous)
+    stopped = False
+    for _ in range(40):
+        stopped = state(pid) == "T"
+        if stopped or sent != "sent":
+            break
+        time.sleep(0.005)
+    send(pid if who is None else who, SIGCONT, how, asynchronous)
+    if stopped:
+        print("ACHIEVED stopped", pid, "by", how, "and", asynchronous, "(it could have killed it)")
+    return "stopped" if stopped else sent
+"""
+
+_METADATA = """\
+import ctypes, os, platform, struct
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+AT_FDCWD, X86_64 = -100, platform.machine() == "x86_64"
+scratch_root = os.path.dirname(os.path.realpath(os.getcwd()))
+TARGETS = [p for p in (scratch_root, REPO, TOKEN_PATH) if os.path.lexists(p)]
+def raw(number, *args):
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    result = libc.syscall(ctypes.c_long(number), *args)
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+    return result
+def attempt(calls):
+    # each call sets a target's metadata to what it was: a success is the hole, no harm done;
+    # a call that answers False did not apply (no descriptor, not a regular file, not x86_64)
+    for path in TARGETS:
+        st = os.stat(path)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            fd = None
+        for name, call in calls.items():
+            try:
+                if call(path.encode(), st, fd) is False:
+                    continue
+            except OSError as exc:
+                print(name, path, "->", exc.strerror)
+            else:
+                print("ACHIEVED", name, "on", path, "outside its scratch directory")
+        if fd is not None:
+            os.close(fd)
+"""
+
+
 PROGRAMS: tuple[Hostile, ...] = (
     # secrets
     _h(
@@ -555,6 +653,224 @@ if (":%04X" % SERVICE_PORT) in tcp:
        if reached:
            print("ACHIEVED reached its parent through", reached)
        """,
+        OK,
+        ERR,
+    ),
+    # signals the kernel sends for a file's owner (SIGSTOP stands in for SIGKILL: what stops
+    # could be killed, and is continued at once), memory and files no limit sees, metadata
+    _h(
+        "sigio_stop_parent",
+        "make the kernel SIGSTOP its parent and its parent's group as their pipe's owner "
+        "(F_SETOWN, F_SETOWN_EX, F_SETSIG, O_ASYNC)",
+        _SIGIO
+        + """\
+ppid = os.getppid()
+group = os.getpgid(ppid)
+for how in ("F_SETOWN", "F_SETOWN_EX"):
+    print(how, ppid, stop(ppid, ppid, how), "group", group, stop(ppid, -group, how))
+""",
+        OK,
+        ERR,
+        time_s=2.0,
+    ),
+    _h(
+        "sigio_stop_every_pid",
+        "make the kernel SIGSTOP every pid it sees in /proc as their pipe's owner (F_SETOWN)",
+        _SIGIO + 'print("pids", [(pid, stop(pid)) for pid in [os.getppid(), *visible()]])\n',
+        OK,
+        ERR,
+        time_s=3.0,
+    ),
+    _h(
+        "sigio_ioctl_every_pid",
+        "the same with ioctl FIOSETOWN or SIOCSPGRP (F_SETOWN where those do not apply) "
+        "and ioctl FIOASYNC",
+        _SIGIO
+        + """\
+for how in ("FIOSETOWN", "SIOCSPGRP"):
+    pids = [os.getppid(), *visible()]
+    print(how, [(pid, stop(pid, None, how, "FIOASYNC")) for pid in pids])
+""",
+        OK,
+        ERR,
+        time_s=4.0,
+    ),
+    _h(
+        "memfd_past_memory_cap",
+        "hold 4 times its 128 MiB memory cap in memfd_create files (fallocate, a new one "
+        "whenever the file-size limit stops one)",
+        """\
+       import os
+       held, fds = 0, []
+       try:
+           while held < (512 << 20) and len(fds) < 50:
+               fds.append(os.memfd_create("hostile"))
+               size = 0
+               while held < (512 << 20):
+                   try:
+                       os.posix_fallocate(fds[-1], size, 16 << 20)
+                   except OSError:
+                       break
+                   size, held = size + (16 << 20), held + (16 << 20)
+               if not size:
+                   break
+       except OSError as exc:
+           print("memfd_create:", exc.strerror)
+       print("held", held >> 20, "MiB in", len(fds), "memfds")
+       if held >= (512 << 20):
+           print("ACHIEVED held", held >> 20, "MiB past its 128 MiB memory cap")
+       """,
+        OK,
+        ERR,
+        time_s=2.0,
+    ),
+    _h(
+        "tmpfile_unseen",
+        "fill 4 times the scratch size with O_TMPFILE files, which no directory shows",
+        """\
+       import os
+       held, fds = 0, []
+       try:
+           while held < (256 << 20) and len(fds) < 50:
+               fds.append(os.open(".", os.O_TMPFILE | os.O_RDWR, 0o600))
+               size = 0
+               while held < (256 << 20):
+                   try:
+                       os.posix_fallocate(fds[-1], size, 16 << 20)
+                   except OSError:
+                       break
+                   size, held = size + (16 << 20), held + (16 << 20)
+               if not size:
+                   break
+       except OSError as exc:
+           print("O_TMPFILE:", exc.strerror)
+       print("held", held >> 20, "MiB in", len(fds), "unnamed files")
+       if held >= (256 << 20):
+           print("ACHIEVED held", held >> 20, "MiB in files no directory shows")
+       """,
+        OK,
+        ERR,
+        OUT,
+        time_s=2.0,
+    ),
+    _h(
+        "chmod_outside",
+        "chmod, fchmod, fchmodat2 (and chmod on x86_64) its scratch root, the source tree and "
+        "the token, each to its own mode",
+        _METADATA
+        + """\
+attempt({
+    "chmod": lambda p, st, fd: os.chmod(p, st.st_mode & 0o7777),
+    "fchmod": lambda p, st, fd: fd is not None and os.fchmod(fd, st.st_mode & 0o7777),
+    "fchmodat2": lambda p, st, fd: raw(452, AT_FDCWD, p, st.st_mode & 0o7777, 0),
+    "chmod(90)": lambda p, st, fd: X86_64 and raw(90, p, st.st_mode & 0o7777),
+})
+""",
+        OK,
+        ERR,
+    ),
+    _h(
+        "chown_outside",
+        "chown, lchown, fchown (and the x86_64 calls) the same targets to their own owners",
+        _METADATA
+        + """\
+attempt({
+    "chown": lambda p, st, fd: os.chown(p, st.st_uid, st.st_gid),
+    "lchown": lambda p, st, fd: os.lchown(p, st.st_uid, st.st_gid),
+    "fchown": lambda p, st, fd: fd is not None and os.fchown(fd, st.st_uid, st.st_gid),
+    "chown(92)": lambda p, st, fd: X86_64 and raw(92, p, st.st_uid, st.st_gid),
+    "lchown(94)": lambda p, st, fd: X86_64 and raw(94, p, st.st_uid, st.st_gid),
+})
+""",
+        OK,
+        ERR,
+    ),
+    _h(
+        "xattr_outside",
+        "set and remove an extended attribute on the same targets: setxattr, lsetxattr, "
+        "fsetxattr, setxattrat, removexattrat",
+        _METADATA
+        + """\
+value = ctypes.create_string_buffer(b"1")
+xattr_args = struct.pack("=QII", ctypes.addressof(value), 1, 0)
+def both(set_, remove):
+    set_()
+    try:
+        remove()
+    except OSError:
+        pass
+attempt({
+    "setxattr": lambda p, st, fd: both(
+        lambda: os.setxattr(p, "user.hostile", b"1"), lambda: os.removexattr(p, "user.hostile")),
+    "lsetxattr": lambda p, st, fd: both(
+        lambda: os.setxattr(p, "user.hostile", b"1", follow_symlinks=False),
+        lambda: os.removexattr(p, "user.hostile", follow_symlinks=False)),
+    "fsetxattr": lambda p, st, fd: fd is not None and both(
+        lambda: os.setxattr(fd, "user.hostile", b"1"), lambda: os.removexattr(fd, "user.hostile")),
+    "setxattrat": lambda p, st, fd: both(
+        lambda: raw(463, AT_FDCWD, p, 0, b"user.hostile", xattr_args, 16),
+        lambda: raw(466, AT_FDCWD, p, 0, b"user.hostile")),
+})
+""",
+        OK,
+        ERR,
+    ),
+    _h(
+        "utime_outside",
+        "set the same targets' times to what they were: utimensat, futimens (and utime, "
+        "utimes, futimesat on x86_64)",
+        _METADATA
+        + """\
+def utimbuf(st):
+    return struct.pack("=qq", int(st.st_atime), int(st.st_mtime))
+def timevals(st):
+    return struct.pack("=qqqq", int(st.st_atime), 0, int(st.st_mtime), 0)
+attempt({
+    "utimensat": lambda p, st, fd: os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns)),
+    "futimens": lambda p, st, fd: fd is not None and os.utime(
+        fd, ns=(st.st_atime_ns, st.st_mtime_ns)),
+    "utime(132)": lambda p, st, fd: X86_64 and raw(132, p, utimbuf(st)),
+    "utimes(235)": lambda p, st, fd: X86_64 and raw(235, p, timevals(st)),
+    "futimesat(261)": lambda p, st, fd: X86_64 and raw(261, AT_FDCWD, p, timevals(st)),
+})
+""",
+        OK,
+        ERR,
+    ),
+    _h(
+        "truncate_outside",
+        "truncate (by path) every regular file among the same targets to its own size",
+        _METADATA
+        + """\
+import stat
+attempt({
+    "truncate": lambda p, st, fd: stat.S_ISREG(st.st_mode) and os.truncate(p, st.st_size),
+})
+""",
+        OK,
+        ERR,
+    ),
+    _h(
+        "inode_flags_outside",
+        "write the same targets' inode flags back as they are: file_setattr, ioctl "
+        "FS_IOC_SETFLAGS and FS_IOC_FSSETXATTR",
+        _METADATA
+        + """\
+import fcntl
+def rewrite(fd, get, put, size):
+    buffer = bytearray(size)
+    fcntl.ioctl(fd, get, buffer)
+    fcntl.ioctl(fd, put, bytes(buffer))
+attr = ctypes.create_string_buffer(24)
+attempt({
+    "file_setattr": lambda p, st, fd: (
+        raw(468, AT_FDCWD, p, attr, 24, 0), raw(469, AT_FDCWD, p, attr, 24, 0)),
+    "FS_IOC_SETFLAGS": lambda p, st, fd: fd is not None and rewrite(
+        fd, 0x80086601, 0x40086602, 4),
+    "FS_IOC_FSSETXATTR": lambda p, st, fd: fd is not None and rewrite(
+        fd, 0x801C581F, 0x401C5820, 28),
+})
+""",
         OK,
         ERR,
     ),
