@@ -15,7 +15,8 @@
 # it with scripts/lock), the service's wheel after them without dependencies.
 # tests/deploy/test_image_install.py performs the same install steps (build the
 # wheel, install the lock and the wheel into a fresh virtual environment, serve,
-# grade one sample): change both together.
+# grade one sample): change both together. scripts/image-check builds this file
+# and runs the image, without Docker; CI runs it on every submission.
 
 ARG PYTHON_IMAGE=python:3.12.11-slim-bookworm
 
@@ -35,6 +36,9 @@ ARG EXTRAS=""
 ARG EXTRAS_INDEX_URL=""
 ARG VERSION=0.1.0
 ARG REVISION=unknown
+# Declared again for the label, taking the value given before the first FROM: a
+# stage sees no ARG from before the first FROM unless it declares it.
+ARG PYTHON_IMAGE
 LABEL org.opencontainers.image.title="reward-service" \
       org.opencontainers.image.description="CPU-only HTTP reward service for RL post-training of LLMs (SLIME remote_rm compatible)" \
       org.opencontainers.image.version="${VERSION}" \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -78,6 +79,19 @@ def test_build_is_multi_stage_without_compilers_at_runtime(dockerfile: Instructi
     assert not re.search(r"apt-get|apk add|gcc|build-essential", final)
 
 
+def test_labels_read_arguments_of_the_final_stage(dockerfile: Instructions) -> None:
+    """Each variable in a LABEL is an ARG of the final stage, the base image's name included.
+
+    An ARG declared only before the first FROM is empty inside a stage.
+    """
+    final = _stages(dockerfile)[-1]
+    declared = {args.partition("=")[0] for args in _args(final, "ARG")}
+    labels = " ".join(_args(final, "LABEL"))
+    used = set(re.findall(r"\$\{?(\w+)", labels))
+    assert "PYTHON_IMAGE" in used, labels
+    assert used <= declared, f"not declared in the final stage: {sorted(used - declared)}"
+
+
 def test_default_build_installs_no_extras(dockerfile: Instructions) -> None:
     """The reward-model extra (torch) only comes in through the EXTRAS build argument."""
     assert _arg_default(dockerfile, "EXTRAS") == ""
@@ -103,3 +117,10 @@ def test_dockerignore_admits_exactly_what_the_build_copies(dockerfile: Instructi
         for source in args.split()[:-1]
     }
     assert copied == admitted
+
+
+def test_ci_builds_and_runs_the_image() -> None:
+    """.ci/run builds the image and runs it with scripts/image-check on every submission."""
+    assert os.access(ROOT / "scripts" / "image-check", os.X_OK)
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert any(line.startswith("scripts/image-check") for line in lines)
