@@ -21,7 +21,7 @@ from starlette.routing import Match, Route
 from starlette.types import Scope
 
 from reward_service import __version__
-from reward_service.contracts.openrlhf import openrlhf_answer, samples_from_openrlhf
+from reward_service.contracts.openrlhf import openrlhf_answer, read_openrlhf
 from reward_service.contracts.slime import sample_from_json
 from reward_service.errors import (
     BadRequest,
@@ -298,13 +298,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         authorize(request)
         with admission.admit() as claim:
             options = route_options(request, None)
-            samples = samples_from_openrlhf(await _read_object(request, claim, settings))
-            if len(samples) > settings.max_batch_items:
+            queries = read_openrlhf(await _read_object(request, claim, settings))
+            if len(queries.samples) > settings.max_batch_items:
                 raise PayloadTooLarge(
-                    f"{len(samples)} queries is over the cap of {settings.max_batch_items}"
+                    f"{len(queries.samples)} queries is over the cap of {settings.max_batch_items}"
                 )
-            graded = await engine.grade_many(samples, None, options)
-        return _json(openrlhf_answer([g.score for g in graded]))
+            graded = await engine.grade_many(queries.samples, None, options)
+        return _json(openrlhf_answer([g.score for g in graded], queries.unlocated))
 
     # Plain Starlette routes: these endpoints read their bodies themselves, and
     # FastAPI's per-request dependency solving cost ~15% of the server's CPU per answer.
