@@ -1,4 +1,4 @@
-"""Grading assert suites by their plans (`lifted.py`): the runs, and verdicts from reports.
+"""Grading assert suites by their plans (`plans.py`): the runs, and verdicts from reports.
 
 Every run is one sandboxed program whose reports follow a fresh mark; a
 report of a shape or kind its driver never writes counts as a failure, so
@@ -24,7 +24,7 @@ from reward_service.scorers.code.drivers import (
     reference_driver,
     statements_driver,
 )
-from reward_service.scorers.code.lifted import Call, Plan, StaticTest, Tests, prepare, read_value
+from reward_service.scorers.code.plans import Call, Plan, StaticTest, Tests, prepare, read_value
 from reward_service.scorers.code.verdicts import BUDGET, Failure, Verdicts
 
 PLANS_KEPT = 256

@@ -12,7 +12,7 @@ numbers match within it at any depth. An expected value that is a one-element li
 also matches its element, as APPS wraps call-based outputs.
 
 The tolerance loosens only where a float is involved (`numbers_close`, the one
-number comparison, for lifted asserts too): two integers, as tokens
+number comparison, for static assert plans too): two integers, as tokens
 (`[+-]?[0-9]+`) or as JSON values, always compare exactly, so `1000001` is not
 `1000000` at 1e-6; an integer against a float (`1` and `1.0000001`) is within it.
 """

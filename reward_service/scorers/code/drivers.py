@@ -9,7 +9,7 @@ solution runs as a module named `__solution__`, so its `if __name__ ==
   names are predefined, as LeetCode's signatures assume) and writes the
   return value as JSON after a per-answer mark. The expected value never
   enters the sandbox: the worker compares.
-* assert-style (`lifted.py` plans them): the calls driver makes the calls
+* assert-style (`plans.py` plans them): the calls driver makes the calls
   a plan recorded, with literal arguments, and writes each value as literal
   text of exact built-in types; the reference driver runs label code only,
   to record a plan or to reach the verdicts with those values. No driver

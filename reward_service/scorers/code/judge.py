@@ -245,7 +245,7 @@ class CodeScorer(Scorer):
         return Verdicts(failures)
 
     def _assert_verdicts(self, source: str, suite: Suite, answer: AnswerOptions) -> Verdicts:
-        """All tests in as few runs as their plan needs (`lifted.py`, `asserts.py`): each
+        """All tests in as few runs as their plan needs (`plans.py`, `asserts.py`): each
         run has each test's time, summed, capped by the service's maximum."""
         return self._asserts.verdicts(
             self.sandbox,

@@ -34,4 +34,4 @@ class Verdicts:
     total: int | None = None
     """The tests graded, when not the label's count (a HumanEval `check` unfolded)."""
     asserts: str | None = None
-    """How an assert suite was judged: `static`, `replayed` or `statements` (`lifted.py`)."""
+    """How an assert suite was judged: `static`, `replayed` or `statements` (`plans.py`)."""

@@ -386,7 +386,7 @@ def test_assert_reports_the_driver_never_writes_count_as_failures(
     ],
     ids=["verdicts", "one-guess", "unreadable"],
 )
-def test_lifted_asserts_cannot_be_forged_by_the_program(lines: tuple[str, ...]) -> None:
+def test_static_asserts_cannot_be_forged_by_the_program(lines: tuple[str, ...]) -> None:
     """`assert f(x) == literal` tests are judged here: forged verdicts or guesses fail."""
     sandbox = ForgingSandbox(lines=lines)
     score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
@@ -396,7 +396,7 @@ def test_lifted_asserts_cannot_be_forged_by_the_program(lines: tuple[str, ...]) 
     assert score.details["first_failure"]["kind"] == "wrong_output"
 
 
-def test_lifted_assert_values_are_compared_in_the_worker() -> None:
+def test_static_assert_values_are_compared_in_the_worker() -> None:
     """The driver's literal reports pass exactly when they equal the test's literal."""
     sandbox = ForgingSandbox(lines=('["value", "3"]', '["value", "6"]', '"done"'))
     score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
@@ -425,7 +425,7 @@ def triple(x):
 
 
 @pytest.mark.parametrize("source", [ALWAYS_EQUAL, FRAME_FORGER], ids=["always-equal", "frame"])
-def test_programs_that_forge_lifted_assert_verdicts_earn_nothing(
+def test_programs_that_forge_assert_verdicts_earn_nothing(
     scorer: CodeScorer, source: str
 ) -> None:
     """An object equal to everything, or reports written through the driver's own function: 0.0."""
@@ -433,7 +433,7 @@ def test_programs_that_forge_lifted_assert_verdicts_earn_nothing(
     assert score.reward == 0.0
 
 
-def test_humaneval_check_of_plain_asserts_is_unfolded_and_lifted(scorer: CodeScorer) -> None:
+def test_humaneval_check_of_plain_asserts_is_unfolded_and_static(scorer: CodeScorer) -> None:
     """A `check(candidate)` of `==` asserts grades per assert, each value compared here."""
     test = "def check(candidate):\n    assert candidate(1) == 3\n    assert candidate(2) == 6\n"
     label = {"test": test, "entry_point": "triple"}
@@ -443,7 +443,7 @@ def test_humaneval_check_of_plain_asserts_is_unfolded_and_lifted(scorer: CodeSco
     assert forged.reward == 0.0
 
 
-def test_lifted_values_keep_python_equality(scorer: CodeScorer) -> None:
+def test_static_values_keep_python_equality(scorer: CodeScorer) -> None:
     """Tuples are no lists, sets and dicts with int keys compare as Python compares them."""
     tests = "assert pair(1) == (1, 1)\nassert keys(2) == {2: {2}}\nassert half(3) == 1.5"
     source = "def pair(x):\n    return (x, x)\ndef keys(x):\n    return {x: {x}}\n"

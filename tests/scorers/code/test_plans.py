@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.scorers.code.lifted import Call, Check, StaticTest, equal, prepare, read_value
+from reward_service.scorers.code.plans import Call, Check, StaticTest, equal, prepare, read_value
 
 
 def _static(test: str, setup: str = "") -> StaticTest | None:
