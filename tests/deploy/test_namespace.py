@@ -93,9 +93,7 @@ def test_docs_and_manifests_name_one_namespace(path: Path) -> None:
     assert others == set()
 
 
-@pytest.mark.parametrize(
-    "name", ["README.md", "docs/deploy.md", "docs/slime.md"], ids=lambda name: name
-)
+@pytest.mark.parametrize("name", ["docs/deploy.md", "docs/slime.md"], ids=lambda name: name)
 def test_deploy_docs_give_the_default_url_and_the_client_label(name: str) -> None:
     """The docs a deployer reads show the launcher's default URL and the label to set."""
     text = (ROOT / name).read_text()
@@ -103,11 +101,12 @@ def test_deploy_docs_give_the_default_url_and_the_client_label(name: str) -> Non
     assert f"{CLIENT_NAMESPACE_LABEL}=true" in text
 
 
-def test_readme_states_the_story_once() -> None:
-    """The README has one Namespaces section, which the SLIME section links to."""
-    readme = (ROOT / "README.md").read_text()
-    assert readme.count("\n### Namespaces\n") == 1
-    assert "(#namespaces)" in readme
+def test_deploy_docs_state_the_story_once() -> None:
+    """docs/deploy.md has one Namespaces section, which the SLIME and frameworks pages link to."""
+    deploy = (ROOT / "docs" / "deploy.md").read_text()
+    assert deploy.count("\n### Namespaces\n") == 1
+    for name in ("slime.md", "frameworks.md"):
+        assert "(deploy.md#namespaces)" in (ROOT / "docs" / name).read_text()
 
 
 def test_mention_scanner_finds_a_drifted_namespace() -> None:
