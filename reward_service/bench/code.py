@@ -150,17 +150,31 @@ def _response(rng: random.Random, source: str) -> str:
     return f"{thinking}Here is my solution.\n\n```python\n{source}\n```\n"
 
 
+def kind_counts(answers: int) -> dict[str, int]:
+    """How many answers of each kind a workload of `answers` holds: `KIND_WEIGHTS` exactly
+    (rounded; correct takes the remainder), so every side of a bench grades the same mix."""
+    shares = zip(KINDS, KIND_WEIGHTS, strict=True)
+    counts = {kind: round(answers * weight) for kind, weight in shares}
+    counts[KINDS[0]] += answers - sum(counts.values())
+    return counts
+
+
 def code_workload(seed: int, answers: int, group_size: int = GROUP_SIZE) -> list[dict[str, Any]]:
-    """`answers` items `{prompt, response, label, expected, kind}`, groups interleaved."""
+    """`answers` items `{prompt, response, label, expected, kind}`, groups interleaved.
+
+    The kinds come in `kind_counts`, shuffled among the groups. Drawn at random they gave
+    the three sides of a 400-answer bench 19 to 27 slow solutions, each one time limit of
+    work: 4 s of a side's time between seeds, on either side."""
     rng = random.Random(seed)
+    kinds = [kind for kind, count in kind_counts(answers).items() for _ in range(count)]
+    rng.shuffle(kinds)
     items: list[dict[str, Any]] = []
     for g in range((answers + group_size - 1) // group_size):
         task = rng.choice(TASKS)
         tests = [task.draw(rng) for _ in range(TESTS_PER_TASK)]
         label = _label(task, tests)
         prompt = f"Task {seed}-{g}: solve it in Python."
-        for _ in range(group_size):
-            kind = rng.choices(KINDS, KIND_WEIGHTS)[0]
+        for kind in kinds[g * group_size : (g + 1) * group_size]:
             source = task.source(kind, rng.choice(tests))
             items.append(
                 {
@@ -172,7 +186,7 @@ def code_workload(seed: int, answers: int, group_size: int = GROUP_SIZE) -> list
                 }
             )
     rng.shuffle(items)
-    return items[:answers]
+    return items
 
 
 class NaiveSandbox:

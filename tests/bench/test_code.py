@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from reward_service.bench.code import KINDS, code_workload
+from collections import Counter
+
+import pytest
+
+from reward_service.bench.code import KIND_WEIGHTS, KINDS, code_workload, kind_counts
 from reward_service.contracts.slime import sample_from_json
 from reward_service.scorers.code.judge import CodeScorer
 
@@ -27,3 +31,17 @@ def test_service_scorer_gives_every_item_its_expected_reward() -> None:
     finally:
         scorer.close()
     assert rewards == [item["expected"] for item in items]
+
+
+@pytest.mark.parametrize("answers", [400, 160, 13, 1])
+def test_every_workload_holds_the_same_mix_of_kinds(answers: int) -> None:
+    """Each seed's workload holds exactly `kind_counts` of each kind (5% slow at 400: 20), so the
+    sides of a bench, each grading its own seed, grade the same mix."""
+    counts = kind_counts(answers)
+    assert sum(counts.values()) == answers
+    for kind, weight in zip(KINDS[1:], KIND_WEIGHTS[1:], strict=True):
+        assert counts[kind] == round(answers * weight)
+    for seed in (1, 2, 3):
+        items = code_workload(seed, answers)
+        assert len(items) == answers
+        assert Counter(item["kind"] for item in items) == {k: n for k, n in counts.items() if n}
