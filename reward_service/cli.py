@@ -1,4 +1,10 @@
-"""The `reward-service` command: serve, score one answer by hand, benchmark."""
+"""The `reward-service` command: serve, score one answer by hand, benchmark, slime, ray.
+
+`serve` and `score` are here; `bench`, `slime` and `ray` register themselves
+(`bench/runner.py`, `launcher/commands.py`, `rayserve/ray_cli.py`), and every
+command fails the same way (`reward_service.subcommands.guarded`). All of them
+are always there: a missing dependency fails the command line loudly, at once.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +19,11 @@ from typing import Any
 
 import pydantic
 
-from reward_service.errors import RewardServiceError
+from reward_service.bench.runner import register as register_bench
+from reward_service.launcher.commands import register as register_slime
+from reward_service.rayserve.ray_cli import register as register_ray
 from reward_service.settings import Settings
+from reward_service.subcommands import guarded
 
 _RUN_CHILDREN = frozenset({"serve", "score", "bench"})
 """Commands that start processes (workers, the forkserver, a server) and must outlive them."""
@@ -40,7 +49,7 @@ def _settings(overrides: dict[str, Any]) -> Settings:
         sys.exit(f"reward-service: invalid settings:\n{exc}")
 
 
-def _serve(args: argparse.Namespace) -> None:
+def _serve(args: argparse.Namespace) -> int:
     from reward_service import logs
     from reward_service.server.serving import serve
 
@@ -54,9 +63,10 @@ def _serve(args: argparse.Namespace) -> None:
     try:
         serve(settings)
     except OSError as exc:
-        sys.exit(f"reward-service: cannot listen on {settings.host}:{settings.port}: {exc}")
-    except RewardServiceError as exc:
-        sys.exit(f"reward-service: {exc}")
+        sys.exit(
+            f"reward-service serve: error: cannot listen on {settings.host}:{settings.port}: {exc}"
+        )
+    return 0
 
 
 def _parse_label(text: str) -> Any:
@@ -85,12 +95,10 @@ async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
     return graded.detail()
 
 
-def _score(args: argparse.Namespace) -> None:
-    try:
-        detail = asyncio.run(_score_once(args))
-    except RewardServiceError as exc:
-        sys.exit(f"reward-service: {exc}")
+def _score(args: argparse.Namespace) -> int:
+    detail = asyncio.run(_score_once(args))
     print(json.dumps(detail, indent=2, ensure_ascii=False))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers", type=int, help="grading processes [REWARD_WORKERS, default: usable CPUs]"
     )
-    serve.set_defaults(run=_serve)
+    serve.set_defaults(run=guarded(_serve, "serve"))
 
     score = commands.add_parser(
         "score",
@@ -121,23 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--response", help="the answer to grade (default: read stdin)")
     score.add_argument("--prompt", default="", help="the prompt, for scorers that use it")
     score.add_argument("--scorer", help="scorer name (default: REWARD_DEFAULT_SCORER)")
-    score.set_defaults(run=_score)
-
-    _register_optional(commands)
-    return parser
-
-
-def _register_optional(commands: Any) -> None:
-    from reward_service.bench.runner import register as register_bench
+    score.set_defaults(run=guarded(_score, "score"))
 
     register_bench(commands)
-    try:
-        from reward_service.launcher.commands import register as register_slime
-        from reward_service.rayserve.ray_cli import register as register_ray
-    except ImportError:
-        return
     register_slime(commands)
     register_ray(commands)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,8 +1,12 @@
-"""The import rules of the README's Architecture section, checked on the source.
+"""The layer rules of the Architecture docs, checked on the source, as an allow-list.
 
-Each rule names a part of the package and what it may never import, at any
-depth (imports inside functions count too). A move or a new module that breaks
-a rule fails here, before the layering can rot.
+Every module belongs to one part (`PARTS`: the part with the longest prefix of
+its name). `MAY_IMPORT` says, for each part, the other parts it may import and
+the third-party packages it may import; the standard library is everyone's, and
+a part may always import itself. Every import of every module (inside functions
+too, relative ones resolved) must be allowed. A new module outside every part,
+a new part without a row, an import the table does not allow, or a table with a
+cycle fails here, before the layering can rot.
 """
 
 from __future__ import annotations
@@ -10,177 +14,333 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "reward_service"
+ROOT = "reward_service"
+"""The package itself (its `__init__`, `__version__`); it matches no module below it."""
 
-WEB = ("fastapi", "starlette", "uvicorn")
-GRADERS = ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers")
-
-RULES: dict[str, tuple[str, ...]] = {
-    # pure grading: no web, no processes of its own (the code scorer runs programs
-    # through sandbox/), nothing above it
-    "reward_service.scorers": (
-        *WEB,
-        "httpx",
-        "reward_service.server",
-        "reward_service.grading",
-        "reward_service.contracts",
-        "reward_service.clients",
-        "reward_service.launcher",
-        "reward_service.bench",
-        "reward_service.settings",
+PARTS: dict[str, tuple[str, ...]] = {
+    # what everyone may import: no state, no processes, imports nothing above it
+    "floor": (
+        ROOT,
+        "reward_service.errors",
+        "reward_service.logs",
+        "reward_service.redaction",
+        "reward_service.cpus",
+        "reward_service.scorers.base",
     ),
+    "settings": ("reward_service.settings",),
     # running model-written programs: stdlib and the floor only, so the zygote holds nothing else
-    "reward_service.sandbox": (
-        *WEB,
-        *GRADERS,
-        "httpx",
-        "reward_service.server",
-        "reward_service.grading",
-        "reward_service.scorers",
-        "reward_service.contracts",
-        "reward_service.clients",
-        "reward_service.launcher",
-        "reward_service.bench",
-        "reward_service.settings",
-    ),
-    # the grading runtime knows scorers, never HTTP
-    "reward_service.grading": (
-        *WEB,
-        "reward_service.server",
-        "reward_service.contracts",
-        "reward_service.clients",
-        "reward_service.launcher",
-        "reward_service.bench",
-    ),
-    # request bodies become samples; no HTTP, no processes
-    "reward_service.contracts": (
-        *WEB,
-        "reward_service.server",
-        "reward_service.grading.engine",
-        "reward_service.grading.pool",
-        "reward_service.clients",
-        "reward_service.launcher",
-        "reward_service.bench",
-    ),
-    # the HTTP layer never imports a grader or a scorer module (the types in base aside)
-    "reward_service.server": (
-        *GRADERS,
-        "reward_service.scorers.",
-        "reward_service.clients",
-        "reward_service.launcher",
-        "reward_service.bench",
-    ),
-    # code that runs inside other frameworks: no server, no graders
-    "reward_service.clients": (
-        *WEB,
-        *GRADERS,
-        "reward_service.server",
-        "reward_service.grading",
-        "reward_service.scorers",
-        "reward_service.contracts",
-        "reward_service.bench",
-    ),
-    "reward_service.launcher": (
-        *WEB,
-        *GRADERS,
-        "reward_service.server",
-        "reward_service.grading",
-        "reward_service.scorers",
-        "reward_service.contracts",
-        "reward_service.clients",
-        "reward_service.bench",
-        "reward_service.rayserve.deployment",
-    ),
-    # the service on Ray: the replica wraps the app, nothing here grades
-    "reward_service.rayserve": (
-        *GRADERS,
-        "reward_service.grading",
-        "reward_service.scorers.",
-        "reward_service.contracts",
-        "reward_service.clients",
-    ),
-    # what the launcher uses from a training job: HTTP to the dashboard, no Ray, no app
-    **{
-        f"reward_service.rayserve.{module}": (*WEB, "ray", "reward_service.server")
-        for module in ("spec", "placement", "cluster", "ray_cli")
-    },
-    # the shared floor imports nothing of the parts above it
-    "reward_service.settings": ("reward_service.server", "reward_service.grading"),
-    "reward_service.errors": ("reward_service.",),
-    "reward_service.logs": ("reward_service.",),
-    "reward_service.redaction": ("reward_service.",),
-    "reward_service.cpus": ("reward_service.",),
+    "sandbox": ("reward_service.sandbox",),
+    # pure grading: no web, no processes of their own, no settings
+    "scorers": ("reward_service.scorers",),
+    # the one type the server, the contracts and the engine pass around
+    "sample": ("reward_service.grading.sample",),
+    # the grading runtime: processes, deadlines, screening; scorers through the registry
+    "grading": ("reward_service.grading",),
+    # request bodies become samples
+    "contracts": ("reward_service.contracts",),
+    # the HTTP layer: never a grader or a scorer module (the types in scorers.base aside)
+    "server": ("reward_service.server",),
+    # code that runs inside other frameworks
+    "clients": ("reward_service.clients",),
+    # what the sub-commands share: the parser type, guarded, NAME=VALUE, secrets, Ray's address
+    "subcommands": ("reward_service.subcommands",),
+    # a `reward-service serve` process on this machine, for bench, ray bench and tests
+    "local_server": ("reward_service.local_server",),
+    # the SLIME launcher's library: config, URLs, preflight, launch, submit
+    "launcher": ("reward_service.launcher",),
+    # the `slime` command
+    "slime_command": ("reward_service.launcher.commands", "reward_service.launcher.__main__"),
+    # the dashboard side of Ray Serve, over HTTP: what the launcher uses from a training job
+    "rayserve": ("reward_service.rayserve",),
+    # the Serve replica: the only module that imports Ray's Serve and wraps the app
+    "ray_replica": ("reward_service.rayserve.deployment",),
+    # the `ray` command and its bench (`ray bench`)
+    "ray_command": ("reward_service.rayserve.ray_cli", "reward_service.rayserve.throughput"),
+    # `reward-service bench`: drives the service as a client, grades the plain side itself
+    "bench": ("reward_service.bench",),
+    # `reward-service`: the only part that names every command
+    "cli": ("reward_service.cli", "reward_service.__main__"),
+    # test doubles for users' tests: nothing in the package imports it
+    "testing": ("reward_service.testing",),
 }
 
-ALLOWED = {"reward_service.server": ("reward_service.scorers.base",)}
-"""Exceptions to a part's rule: the scorer interface's types are everyone's."""
+WEB = ("fastapi", "starlette", "uvicorn")
+
+MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # part: ((parts it may import), (third-party packages it may import))
+    "floor": ((), ("orjson",)),
+    "settings": (("floor", "sandbox"), ("pydantic", "pydantic_settings")),
+    "sandbox": (("floor",), ()),
+    "scorers": (
+        ("floor", "sandbox"),
+        ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers"),
+    ),
+    "sample": (("floor",), ()),
+    "grading": (("floor", "settings", "sandbox", "scorers", "sample"), ()),
+    "contracts": (("floor", "sample"), ()),
+    "server": (
+        ("floor", "settings", "sample", "contracts", "grading"),
+        (*WEB, "orjson", "prometheus_client", "pydantic"),
+    ),
+    "clients": (("floor", "launcher"), ("httpx",)),
+    "subcommands": (("floor",), ()),
+    "local_server": (("floor",), ("httpx",)),
+    "launcher": (("floor", "subcommands"), ("httpx", "ray")),
+    "slime_command": (("floor", "subcommands", "launcher", "rayserve"), ()),
+    "rayserve": (("floor", "subcommands"), ("httpx", "yaml")),
+    "ray_replica": (("floor", "settings", "server"), ("ray", "fastapi", "prometheus_client")),
+    "ray_command": (("floor", "subcommands", "rayserve", "bench", "local_server"), ("aiohttp",)),
+    "bench": (
+        ("floor", "subcommands", "sandbox", "scorers", "contracts", "local_server"),
+        ("aiohttp", "httpx", "prometheus_client", "math_verify"),
+    ),
+    "cli": (
+        (
+            "floor",
+            "settings",
+            "subcommands",
+            "contracts",
+            "grading",
+            "server",
+            "bench",
+            "slime_command",
+            "ray_command",
+        ),
+        ("pydantic",),
+    ),
+    "testing": (("floor", "local_server"), ("httpx",)),
+}
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
-    """Every module `path` imports, absolute, at any depth."""
+def _modules(package: Path) -> dict[str, Path]:
+    return {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+
+
+def part_of(module: str, parts: Mapping[str, Iterable[str]] = PARTS) -> str | None:
+    """The part whose longest prefix names `module` (the package root names only itself)."""
+    best: tuple[int, str] | None = None
+    for part, prefixes in parts.items():
+        for prefix in prefixes:
+            inside = module.startswith(prefix + ".") and prefix != ROOT
+            if (module == prefix or inside) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), part)
+    return best[1] if best else None
+
+
+def imports(path: Path, name: str, modules: Iterable[str]) -> set[str]:
+    """Every module `path` (module `name`) imports, absolute, at any depth.
+
+    `from a import b` is `a.b` when that is a module of the package, else `a`;
+    relative imports are resolved against `name`.
+    """
+    known = set(modules)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                found.add(submodule if submodule in known else source)
     return found
 
 
-def _breaks(imported: str, forbidden: str) -> bool:
-    if forbidden.endswith("."):
-        return imported.startswith(forbidden)
-    return imported == forbidden or imported.startswith(forbidden + ".")
+def violations(
+    name: str,
+    imported: Iterable[str],
+    parts: Mapping[str, Iterable[str]] = PARTS,
+    may_import: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = MAY_IMPORT,
+) -> list[str]:
+    """What `name` imports that the allow-list does not allow, one line each."""
+    part = part_of(name, parts)
+    if part is None:
+        return [f"{name} is in no part: add it to PARTS"]
+    if part not in may_import:
+        return [f"{name}: part {part} has no row in MAY_IMPORT"]
+    allowed_parts, allowed_packages = may_import[part]
+    found = []
+    for target in sorted(imported):
+        top = target.partition(".")[0]
+        if top == ROOT:
+            other = part_of(target, parts)
+            if other != part and other not in allowed_parts:
+                found.append(f"{name} ({part}) imports {target} ({other})")
+        elif top not in sys.stdlib_module_names and top not in allowed_packages:
+            found.append(f"{name} ({part}) imports {top} (third-party)")
+    return found
 
 
-MODULES = sorted(PACKAGE.rglob("*.py"))
+def cycle(may_import: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> list[str]:
+    """A cycle among the parts' allowed imports (`[a, b, a]`), or `[]` if there is none."""
+    done: set[str] = set()
+
+    def visit(part: str, path: list[str]) -> list[str]:
+        if part in path:
+            return [*path[path.index(part) :], part]
+        if part in done:
+            return []
+        for other in may_import.get(part, ((), ()))[0]:
+            found = visit(other, [*path, part])
+            if found:
+                return found
+        done.add(part)
+        return []
+
+    for part in may_import:
+        found = visit(part, [])
+        if found:
+            return found
+    return []
 
 
-@pytest.mark.parametrize("path", MODULES, ids=[_module_name(p) for p in MODULES])
-def test_module_keeps_the_import_rules(path: Path) -> None:
-    """No module imports what the rule of its part forbids."""
-    name = _module_name(path)
-    rules = [forbidden for part, forbidden in RULES.items() if _breaks(name, part)]
-    allowed = [ok for part, oks in ALLOWED.items() if _breaks(name, part) for ok in oks]
-    broken = sorted(
-        f"{name} imports {imported}"
-        for imported in _imports(path)
-        for forbidden in (f for rule in rules for f in rule)
-        if _breaks(imported, forbidden)
-        and not _breaks(imported, name)
-        and not any(_breaks(imported, ok) for ok in allowed)
-    )
+MODULES = _modules(PACKAGE)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_imports_only_what_its_part_may(name: str) -> None:
+    """Every import of every module is one its part's row allows."""
+    broken = violations(name, imports(MODULES[name], name, MODULES))
     assert not broken, "\n".join(broken)
 
 
-def test_rules_catch_a_forbidden_import(tmp_path: Path) -> None:
-    """The checker itself sees a function-level import of the HTTP layer from a scorer."""
-    module = tmp_path / "scorer.py"
-    module.write_text("def f():\n    from reward_service.server.app import create_app\n")
-    assert "reward_service.server.app" in _imports(module)
-    assert _breaks("reward_service.server.app", RULES["reward_service.scorers"][4])
+def test_the_allow_list_has_no_cycle() -> None:
+    """Parts import downward only: no part may import one that may import it back."""
+    assert cycle(MAY_IMPORT) == []
 
 
-def test_every_part_is_named_by_a_rule() -> None:
-    """Each package folder has a rule, so a new part cannot skip the layering."""
-    parts = {f"reward_service.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
-    assert parts - {"reward_service.bench"} <= set(RULES), parts - set(RULES)
+def test_the_tables_name_real_parts_and_modules() -> None:
+    """Each row is a part, each allowed part exists, each prefix names a module that exists."""
+    assert set(MAY_IMPORT) == set(PARTS)
+    assert {p for allowed, _ in MAY_IMPORT.values() for p in allowed} <= set(PARTS)
+    prefixes = [prefix for prefixes in PARTS.values() for prefix in prefixes]
+    assert len(prefixes) == len(set(prefixes))
+    assert [prefix for prefix in prefixes if prefix not in MODULES] == []
+
+
+def test_production_code_never_imports_testing() -> None:
+    """`reward_service.testing` is for users' tests: no part of the package may import it."""
+    assert [part for part, (allowed, _) in MAY_IMPORT.items() if "testing" in allowed] == []
+
+
+def _tree(root: Path, files: Mapping[str, str]) -> Path:
+    package = root / ROOT
+    for relative, text in files.items():
+        path = package / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return package
+
+
+def _check(package: Path) -> list[str]:
+    modules = _modules(package)
+    return [
+        line
+        for name, path in modules.items()
+        for line in violations(name, imports(path, name, modules))
+    ]
+
+
+def test_the_checker_fails_on_planted_upward_imports(tmp_path: Path) -> None:
+    """A planted package: a scorer importing the HTTP layer inside a function, relatively and
+    absolutely, production code importing `testing`, the sandbox importing httpx, a module in
+    no part, and rayserve importing the launcher back. Each is reported; allowed ones are not.
+    """
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "__version__ = '0'\n",
+            "errors.py": "",
+            "testing.py": "",
+            "scorers/__init__.py": "",
+            "scorers/base.py": "from reward_service import __version__\n",
+            "scorers/upward.py": (
+                "import json\n"
+                "from reward_service.scorers import base\n"
+                "def f():\n"
+                "    from reward_service.server.app import create_app\n"
+                "def g():\n"
+                "    from .. import server\n"
+            ),
+            "server/__init__.py": "",
+            "server/app.py": "from reward_service.scorers.base import __version__\n",
+            "sandbox/__init__.py": "def run():\n    import httpx\n",
+            "bench/__init__.py": "",
+            "bench/runner.py": "from reward_service.testing import live_server\n",
+            "launcher/__init__.py": "from reward_service.rayserve import spec\n",
+            "rayserve/__init__.py": "",
+            "rayserve/spec.py": "from reward_service.launcher import commands\n",
+            "launcher/commands.py": "from reward_service.rayserve.spec import spec_from_args\n",
+            "newpart.py": "",
+        },
+    )
+    assert sorted(_check(package)) == [
+        "reward_service.bench.runner (bench) imports reward_service.testing (testing)",
+        "reward_service.launcher (launcher) imports reward_service.rayserve.spec (rayserve)",
+        "reward_service.newpart is in no part: add it to PARTS",
+        "reward_service.rayserve.spec (rayserve) imports reward_service.launcher.commands "
+        "(slime_command)",
+        "reward_service.sandbox (sandbox) imports httpx (third-party)",
+        "reward_service.scorers.upward (scorers) imports reward_service.server (server)",
+        "reward_service.scorers.upward (scorers) imports reward_service.server.app (server)",
+    ]
+
+
+def test_the_checker_resolves_from_imports_and_relative_ones(tmp_path: Path) -> None:
+    """`from a import b` is the module `a.b` when it exists; `..b` climbs from the package."""
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "scorers/__init__.py": "from . import registry\nfrom .base import Scorer\n",
+            "scorers/base.py": "",
+            "scorers/registry.py": "from .. import errors\nfrom ..scorers.base import Scorer\n",
+            "errors.py": "",
+        },
+    )
+    modules = _modules(package)
+    assert imports(package / "scorers/__init__.py", "reward_service.scorers", modules) == {
+        "reward_service.scorers.registry",
+        "reward_service.scorers.base",
+    }
+    assert imports(package / "scorers/registry.py", "reward_service.scorers.registry", modules) == {
+        "reward_service.errors",
+        "reward_service.scorers.base",
+    }
+
+
+def test_the_cycle_check_finds_a_planted_cycle() -> None:
+    """Letting rayserve import the `slime` command back is a cycle through the launcher."""
+    planted = {**MAY_IMPORT, "rayserve": (("floor", "slime_command"), ())}
+    assert cycle(planted) in (
+        ["rayserve", "slime_command", "rayserve"],
+        ["slime_command", "rayserve", "slime_command"],
+    )
 
 
 def test_no_two_modules_share_a_name() -> None:
     """Module file names are unique across the package (dunder files aside)."""
-    names = [p.stem for p in MODULES if not p.stem.startswith("__")]
+    names = [p.stem for p in MODULES.values() if not p.stem.startswith("__")]
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
+
+
+GRADERS = ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers")
 
 
 def test_the_server_process_never_loads_a_grader() -> None:

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from reward_service.bench.code import code_workload, grade_naive, warm_naive
 from reward_service.bench.workload import Workload, grpo_workload, request_body
 from reward_service.cpus import available_cpus
+from reward_service.subcommands import Subparsers
 
 T = TypeVar("T")
 
@@ -262,7 +263,7 @@ def _measure(
 
 
 def _bench(args: argparse.Namespace) -> None:
-    from reward_service.testing import live_server
+    from reward_service.local_server import live_server
 
     workers = args.workers or available_cpus()
     print(
@@ -299,7 +300,7 @@ def _memory(server: Any, answers: int, seed: int) -> None:
     )
 
 
-def register(commands: Any) -> None:
+def register(commands: Subparsers) -> None:
     """Add the `bench` command to the CLI."""
     bench = commands.add_parser("bench", help="benchmark the service against plain math_verify")
     bench.add_argument("--answers", type=int, default=2000, help="answers per side and workload")

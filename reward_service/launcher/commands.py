@@ -13,18 +13,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from reward_service.errors import RewardServiceError
-from reward_service.launcher.config import (
-    ConfigError,
-    LaunchConfig,
-    assignments,
-    ray_dashboard,
-    secrets_from_env,
-)
+from reward_service.launcher.config import LaunchConfig
 from reward_service.launcher.launch import (
     DEFAULT_TRAIN_COMMAND,
     DETAIL_REWARD_KEY,
@@ -38,6 +30,14 @@ from reward_service.launcher.urls import resolve_url, score_url
 from reward_service.rayserve.cluster import Dashboard
 from reward_service.rayserve.spec import RayServeError, spec_from_args, spec_options
 from reward_service.redaction import redact
+from reward_service.subcommands import (
+    ConfigError,
+    Subparsers,
+    assignments,
+    guarded,
+    ray_dashboard,
+    secrets_from_env,
+)
 
 
 def _config(args: argparse.Namespace) -> LaunchConfig:
@@ -173,23 +173,6 @@ def launcher_script() -> str:
     return resources.files("reward_service.launcher").joinpath("slime_launcher.sh").read_text()
 
 
-def guarded(
-    handler: Callable[[argparse.Namespace], int], command: str = "slime"
-) -> Callable[[argparse.Namespace], None]:
-    """`handler` as a sub-command: a `RewardServiceError` becomes one line and exit 1."""
-
-    def run(args: argparse.Namespace) -> None:
-        try:
-            code = handler(args)
-        except RewardServiceError as exc:
-            print(f"reward-service {command}: error: {exc}", file=sys.stderr, flush=True)
-            code = 1
-        if code:
-            sys.exit(code)
-
-    return run
-
-
 def _location_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     group = options.add_argument_group(
@@ -237,7 +220,7 @@ def _ray_serve_option(parser: argparse.ArgumentParser, address: str) -> None:
     )
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: Subparsers) -> None:
     """Add `slime` and its sub-commands to the main CLI."""
     slime = subparsers.add_parser("slime", help="run SLIME (remote_rm) against this service")
     commands = slime.add_subparsers(dest="slime_command", required=True)
@@ -246,14 +229,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     url = commands.add_parser(
         "url", parents=[location], help="print the URL SLIME should post to (--rm-url)"
     )
-    url.set_defaults(run=guarded(_url))
+    url.set_defaults(run=guarded(_url, "slime"))
 
     check = commands.add_parser(
         "preflight",
         parents=[location, preflight],
         help="wait for the service, then check it grades a right and a wrong answer",
     )
-    check.set_defaults(run=guarded(_preflight))
+    check.set_defaults(run=guarded(_preflight, "slime"))
 
     launch = commands.add_parser(
         "launch",
@@ -268,7 +251,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     launch.add_argument(
         "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- train command and args"
     )
-    launch.set_defaults(run=guarded(_launch))
+    launch.set_defaults(run=guarded(_launch, "slime"))
 
     job = commands.add_parser(
         "submit",
@@ -298,7 +281,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     job.add_argument(
         "remainder", nargs=argparse.REMAINDER, metavar="command", help="-- entrypoint argv"
     )
-    job.set_defaults(run=guarded(_submit))
+    job.set_defaults(run=guarded(_submit, "slime"))
 
     script = commands.add_parser(
         "script",
@@ -306,4 +289,4 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Write it into the training repository: "
         "reward-service slime script > scripts/slime_launcher.sh",
     )
-    script.set_defaults(run=guarded(_script))
+    script.set_defaults(run=guarded(_script, "slime"))

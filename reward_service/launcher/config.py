@@ -25,18 +25,23 @@ The defaults are where the manifests in `kubernetes/` put the service: Service
 labelled `reward-service/client=true` (tests/deploy/test_namespace.py holds the
 manifests, these defaults and the docs to one story).
 
-`secrets_from_env` reads the variables named by `slime submit --secret-env`;
-`ray_dashboard` reads Ray's own `RAY_ADDRESS`, the default of `--address`.
+`ConfigError`, `assignments`, `secrets_from_env` (the variables named by
+`slime submit --secret-env`) and `ray_dashboard` (Ray's own `RAY_ADDRESS`, the
+default of `--address`) live in `reward_service.subcommands`, shared with the
+`ray` commands, and are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from reward_service.errors import RewardServiceError
+from reward_service.subcommands import ConfigError as ConfigError
+from reward_service.subcommands import assignments as assignments
+from reward_service.subcommands import ray_dashboard as ray_dashboard
+from reward_service.subcommands import secrets_from_env as secrets_from_env
 
 SERVICE = "slime-reward"
 SERVICE_NAMESPACE = "reward-service"
@@ -47,23 +52,6 @@ _URL_SAFE = re.compile(r"[A-Za-z0-9._~-]+")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
-
-
-class ConfigError(RewardServiceError, ValueError):
-    """An environment variable holds a value the launcher cannot use."""
-
-
-def assignments(
-    pairs: Iterable[str], flag: str, error: type[RewardServiceError] = ConfigError
-) -> dict[str, str]:
-    """`NAME=VALUE` command-line pairs as a dict; a pair without `=` or a name raises `error`."""
-    found: dict[str, str] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise error(f"{flag} {pair!r}: expected NAME=VALUE")
-        found[name] = value
-    return found
 
 
 def _flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
@@ -141,25 +129,3 @@ class LaunchConfig:
             attempts=int(attempts),
             timeout_s=_number(env, "SLIME_REWARD_TIMEOUT_S", 120.0, minimum=0.001),
         )
-
-
-def secrets_from_env(
-    names: Sequence[str], environ: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The values of the named variables, to forward to a Ray job; `ConfigError` if one is unset."""
-    env = os.environ if environ is None else environ
-    missing = [name for name in names if name not in env]
-    if missing:
-        raise ConfigError(f"secret variable(s) not set in this shell: {', '.join(missing)}")
-    return {name: env[name] for name in names}
-
-
-def ray_dashboard(address: str | None, environ: Mapping[str, str] | None = None) -> str:
-    """The Ray dashboard to talk to: `address`, else `$RAY_ADDRESS`; `ConfigError` if neither."""
-    env = os.environ if environ is None else environ
-    found = address or env.get("RAY_ADDRESS")
-    if not found:
-        raise ConfigError(
-            "no Ray dashboard address: pass --address http://<head>:8265 or set RAY_ADDRESS"
-        )
-    return found

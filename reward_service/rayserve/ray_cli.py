@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from reward_service.launcher.commands import guarded
-from reward_service.launcher.config import ray_dashboard, secrets_from_env
 from reward_service.rayserve.cluster import Dashboard
 from reward_service.rayserve.spec import spec_from_args, spec_options
+from reward_service.subcommands import Subparsers, guarded, ray_dashboard, secrets_from_env
 
 
 def _address_options() -> argparse.ArgumentParser:
@@ -64,7 +62,7 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Subparsers) -> None:
     """Add `ray` and its sub-commands to the main CLI."""
     ray = subparsers.add_parser("ray", help="run the service on a Ray cluster (Ray Serve)")
     commands = ray.add_subparsers(dest="ray_command", required=True)

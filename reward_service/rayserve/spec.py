@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from reward_service.errors import RewardServiceError
-from reward_service.launcher.config import assignments
+from reward_service.subcommands import assignments
 
 APP_NAME = "reward-service"
 DEPLOYMENT_NAME = "RewardService"

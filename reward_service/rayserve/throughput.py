@@ -152,7 +152,7 @@ def _replica_workers(dashboard: Dashboard) -> tuple[str, int, int]:
 
 def compare(address: str, *, answers: int, seed: int, rounds: int) -> list[float]:
     """Print both sides' throughput per round and the Serve/direct ratio; return the ratios."""
-    from reward_service.testing import live_server
+    from reward_service.local_server import live_server
 
     with Dashboard(address) as dashboard:
         endpoint, replicas, per_replica = _replica_workers(dashboard)
