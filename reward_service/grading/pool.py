@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import ctypes
 import functools
 import itertools
 import logging
@@ -54,6 +55,7 @@ _LOOKAHEAD = 64
 """How far into the queue a free worker looks for a task that prefers it."""
 PIPELINE = 2
 """Tasks sent ahead to one worker: the one it runs and the one it runs next."""
+_PR_SET_DUMPABLE = 4
 
 
 class DeadlineExceeded(Exception):
@@ -75,6 +77,10 @@ def _worker_main(
     initargs: Sequence[Any],
 ) -> None:
     """The loop each worker runs: receive a task, run it, send its result."""
+    # Not dumpable, as the server: no process of its uid (a model-written program where
+    # nothing confines reads) opens its /proc/<pid>/fd (the next task, expected outputs
+    # included) or reads its memory or environ.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     initializer(*initargs)

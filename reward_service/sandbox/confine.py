@@ -2,28 +2,46 @@
 
 Stdlib only (the zygote imports it). The order matters: a session of its
 own, the run's pipes on fds 0-3 and nothing else open, rlimits, the
-unprivileged uid (or no capabilities), then the parent-death signal (after
-the uid change, which clears it), no_new_privs, landlock, seccomp last.
-A step that fails ends the process before the program runs; the zygote
-reports it.
+unprivileged uid (or no capabilities), then not dumpable and the
+parent-death signal (after the uid change, which resets the one and clears
+the other), no_new_privs, landlock, seccomp last. A step that fails ends
+the process before the program runs; the zygote reports it.
+
+Also here: which uid a zygote's runs get (`claim_run_uid`, one per zygote)
+and, where runs share the service's uid, the process limit a run gets
+(`shared_uid_task_limit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import math
 import os
 import resource
 import signal
+import socket
+import zlib
 from dataclasses import dataclass
 
 from reward_service.sandbox import linux
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.seccomp import SyscallFilter
 
-NOBODY = 65534
+RUN_UID_BASE = 60600
+RUN_UID_SLOTS = 512
+"""Runs of a root zygote get uid (and gid) `RUN_UID_BASE + slot`, a slot no other live
+zygote holds (`claim_run_uid`): 60600-61111, inside the 16-bit range a user-namespaced
+pod maps, beside systemd's dynamic users (61184-65519) and nobody (65534), which other
+services use."""
 OPEN_FILES = 64
 THREADS = 256
+"""A run's task budget (its threads, the main one included)."""
+THREAD_MARGIN = 256
+"""Where runs share the service's uid: how far past the uid's tasks plus `THREADS` the
+kernel lets a run go (`shared_uid_task_limit`), room for the zygote's thread watch to
+see a bomb and kill it before the uid's count reaches a neighbour's limit."""
+PR_SET_DUMPABLE = 4
 REPORT_FD = 3
 """The run's write end of its report pipe, where a failed step is named (fds 0-2 are its
 standard streams); closed before the program starts."""
@@ -37,6 +55,8 @@ class RunLimits:
     time_s: float
     memory_mb: int
     file_mb: int
+    tasks: int | None = None
+    """RLIMIT_NPROC (it counts every task of the run's uid); None: left as inherited."""
 
 
 @dataclass
@@ -69,7 +89,7 @@ class Confinement:
             os.setsid()
             _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])])
             step = "rlimits"
-            _set_rlimits(limits, nproc=self.run_uid is not None)
+            _set_rlimits(limits)
             os.chdir(workdir)
             if self.run_uid is not None:
                 step = "uid"
@@ -80,6 +100,9 @@ class Confinement:
                 step = "capabilities"
                 linux.drop_capabilities()
             step = "process"
+            # Inherited from the zygote, but a uid change resets it to fs.suid_dumpable (which
+            # may be 1): no other process of the run's uid may read its /proc/<pid>/fd or mem.
+            linux.prctl(PR_SET_DUMPABLE, 0)
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != self.zygote_pid:
                 raise OSError(3, "the zygote is gone")
@@ -103,20 +126,83 @@ def _own_fds(keep: list[int]) -> None:
     os.closerange(len(high), 1 << 20)
 
 
-def _set_rlimits(limits: RunLimits, nproc: bool) -> None:
+def _set_rlimits(limits: RunLimits) -> None:
     """The run's limits, each at most the hard limit the zygote inherited."""
     cpu = max(1, math.ceil(limits.time_s))
     memory = limits.memory_mb * 1024 * 1024
     files = limits.file_mb * 1024 * 1024
+    tasks = limits.tasks
     for which, soft, hard in (
         (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_CPU, cpu, cpu + 1),
         (resource.RLIMIT_AS, memory, memory),
         (resource.RLIMIT_FSIZE, files, files),
         (resource.RLIMIT_NOFILE, OPEN_FILES, OPEN_FILES),
-        *([(resource.RLIMIT_NPROC, THREADS, THREADS)] if nproc else []),
+        *([(resource.RLIMIT_NPROC, tasks, tasks)] if tasks is not None else []),
     ):
         ceiling = resource.getrlimit(which)[1]
         if ceiling != resource.RLIM_INFINITY:
             soft, hard = min(soft, ceiling), min(hard, ceiling)
         resource.setrlimit(which, (soft, hard))
+
+
+def claim_run_uid() -> tuple[int, socket.socket] | None:
+    """A uid for this zygote's runs that no other live zygote's runs have, and its claim.
+
+    The claim is an abstract unix socket named after the uid, bound in this
+    network namespace (so before the zygote enters one of its own): the
+    kernel lets one socket hold a name, and frees it when its holder dies,
+    so the uid is free again exactly when the zygote is gone. Runs close
+    it with every other fd. Zygotes of other network namespaces (other
+    pods on the node) see none of these claims: the slots are tried from
+    one hashed from the host name and the network namespace, so two pods'
+    zygotes share a uid only when their slots collide. None when every
+    slot is taken.
+    """
+    try:
+        here = f"{os.uname().nodename} {os.readlink('/proc/self/ns/net')}"
+    except OSError:
+        here = os.uname().nodename
+    first = zlib.crc32(here.encode()) % RUN_UID_SLOTS
+    for slot in range(RUN_UID_SLOTS):
+        uid = RUN_UID_BASE + (first + slot) % RUN_UID_SLOTS
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            claim.bind(f"\0reward-sandbox-run-uid-{uid}")
+        except OSError:
+            claim.close()
+            continue
+        return uid, claim
+    return None
+
+
+def shared_uid_task_limit(uid: int, proc: str = "/proc") -> int:
+    """RLIMIT_NPROC for a run that shares `uid` with the service and other zygotes' runs.
+
+    The kernel counts every task of the uid against the limit of the task
+    that creates one, so each run gets the tasks the uid has now (as far as
+    this PID namespace shows them) plus its budget (`THREADS`) plus
+    `THREAD_MARGIN`: its own threads cannot take the uid past that, and a
+    neighbour that started later has a higher limit by the tasks counted in
+    between. What the budget itself holds is the zygote's thread watch (it
+    kills a run past `THREADS`); the margin is how far a bomb gets before it.
+    """
+    tasks = 0
+    with contextlib.suppress(OSError), os.scandir(proc) as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                tasks += thread_count(int(entry.name), proc)
+            except (OSError, ValueError):
+                continue
+    return max(tasks, 1) + THREADS + THREAD_MARGIN
+
+
+def thread_count(pid: int, proc: str = "/proc") -> int:
+    """The threads of process `pid` (its `num_threads` in /proc/<pid>/stat, readable to all)."""
+    with open(f"{proc}/{pid}/stat", "rb") as f:
+        stat = f.read()
+    return int(stat[stat.rindex(b")") + 2 :].split()[17])

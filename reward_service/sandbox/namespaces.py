@@ -8,8 +8,10 @@ the ones that worked are reported:
   nothing leaves);
 - `mountns`: a new root built on a tmpfs holding only read-only binds of the
   system and Python directories, a few `/etc` files and device nodes, and a
-  `/tmp` tmpfs of `scratch_mb` MiB for the runs' scratch directories; no
-  `/proc`, `/sys`, home directories or service files;
+  `/tmp` tmpfs of `scratch_mb` MiB (and `ENTRY_QUOTA` inodes) for the runs'
+  scratch directories; no `/sys`, home directories or service files, and a
+  `/proc` that shows each run only itself (`mount_proc`, for `/dev/stdin`,
+  `/dev/stdout`, `/dev/stderr` and `/dev/fd`), or none;
 - `pidns`: the zygote becomes pid 1 of a new PID namespace, so after every
   run it kills whatever is left in it with `kill(-1)`, and when it dies the
   kernel kills everything inside.
@@ -22,12 +24,21 @@ import signal
 from collections.abc import Sequence
 
 from reward_service.sandbox import linux
+from reward_service.sandbox.supervise import ENTRY_QUOTA
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+STREAMS = {
+    "/dev/stdin": "/proc/self/fd/0",
+    "/dev/stdout": "/proc/self/fd/1",
+    "/dev/stderr": "/proc/self/fd/2",
+    "/dev/fd": "/proc/self/fd",
+}
+"""The links of a usual /dev to a process's own descriptors (through `/proc`)."""
 _ROOT_CANDIDATES = ("/mnt", "/srv", "/media", "/opt", "/tmp")
 _READ_ONLY = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
+_MS_NOEXEC = 8
 
 
 def enter_user_namespace() -> bool:
@@ -84,14 +95,17 @@ def _build_root(read_paths: Sequence[str], scratch_mb: int) -> str:
         if os.path.exists(device):
             open(root + device, "w").close()
             linux.mount(device, root + device, None, linux.MS_BIND)
+    for link, target in STREAMS.items():
+        os.symlink(target, root + link)
     linux.mount(None, root + "/dev", None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID)
+    os.makedirs(root + "/proc", mode=0o555)
     os.makedirs(root + "/tmp", mode=0o755)
     linux.mount(
         "tmpfs",
         root + "/tmp",
         "tmpfs",
         linux.MS_NOSUID | linux.MS_NODEV,
-        f"size={scratch_mb}m,mode=0755",
+        f"size={scratch_mb}m,nr_inodes={ENTRY_QUOTA + 64},mode=0755",
     )
     bound: list[str] = []
     for path in sorted(read_paths, key=len):
@@ -128,6 +142,20 @@ def _pivot_into(root: str) -> None:
     linux.umount("/.old", linux.MNT_DETACH)
     os.rmdir("/.old")
     linux.mount(None, "/", None, linux.MS_REMOUNT | linux.MS_BIND | _READ_ONLY)
+
+
+def mount_proc() -> bool:
+    """In the new root, after the PID namespace (it shows the mounter's): a read-only `/proc`
+    of processes only (`subset=pid`: no /proc/sys, no kernel files) where each process
+    sees only the ones it may ptrace (`hidepid=invisible`): a run, itself (the zygote is
+    not dumpable). False where the kernel refuses it (before 5.8; in a user namespace,
+    once the host's /proc is out of reach): the /dev links then lead nowhere."""
+    flags = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV | _MS_NOEXEC
+    try:
+        linux.mount("proc", "/proc", "proc", flags, "subset=pid,hidepid=invisible")
+    except OSError:
+        return False
+    return True
 
 
 def enter_pid_namespace() -> bool:

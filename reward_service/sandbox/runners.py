@@ -19,6 +19,27 @@ import types
 from typing import NoReturn, Protocol
 
 SCRIPT = "solution.py"
+ONE_THREAD = {
+    name: "1"
+    for name in (
+        "OMP_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "GOTO_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "BLIS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+        "NUMEXPR_MAX_THREADS",
+        "VECLIB_MAXIMUM_THREADS",
+        "NUMBA_NUM_THREADS",
+        "RAYON_NUM_THREADS",
+        "POLARS_MAX_THREADS",
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_NUM_INTEROP_THREADS",
+    )
+}
+"""The environment numerical libraries read their thread pools' size from: one thread,
+as a run has one core's time and address space for one (a pool per core would meet
+RLIMIT_AS or the CPU limit, a wrong answer for a correct program)."""
 
 
 class Runner(Protocol):
@@ -49,7 +70,11 @@ class PythonRunner:
         with open(script, "rb") as f:
             source = f.read()
         os.environ.clear()
-        os.environ.update(HOME=workdir, TMPDIR=workdir)
+        os.environ.update(HOME=workdir, TMPDIR=workdir, **ONE_THREAD)
+        # No 4,300-digit limit on int <-> str (CPython's default since 3.11, and the zygote's):
+        # `print(factorial(5000))` is a correct answer to a problem whose outputs were made
+        # without it, as judges and older Pythons make them.
+        sys.set_int_max_str_digits(0)
         sys.argv = [SCRIPT]
         sys.path[:] = [workdir, *sys.path]
         streams = {

@@ -1,4 +1,5 @@
-"""Watching one run from the zygote: its pipes, its deadline, its output cap, its scratch dir.
+"""Watching one run from the zygote: its pipes, its deadline, its output cap, its scratch
+dir, its threads; and removing scratch trees.
 
 Stdlib only (the zygote imports it). What a run writes is read straight into
 private buffers (`protocol.private_buffer`: a later fork does not inherit
@@ -9,17 +10,28 @@ stays in the heap that later runs are forked with.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
-import shutil
+import stat
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from reward_service.sandbox import protocol
+from reward_service.sandbox.confine import thread_count
 
 SCRATCH_PREFIX = "reward-sandbox-"
-"""How a zygote's scratch root on the host is named (where no mount namespace holds it)."""
+"""How a zygote's scratch root on the host is named (where no mount namespace holds it):
+`reward-sandbox-<pid>-<random>`, locked by its zygote while it lives."""
+ENTRY_QUOTA = 10_000
+"""Files and directories a run's scratch dir may hold (on a tmpfs, its inode count)."""
+REMOVE_MAX_ENTRIES = 200_000
+"""The most entries `remove_tree` goes through in one call."""
+STALE_S = 5.0
+"""A scratch root nobody holds is swept only once unmodified this long (the moment between
+its zygote making it and locking it)."""
 STDERR_WINDOW = 64 * 1024
 """Of a long stderr, at least this much of its end is kept (its last kilobyte is answered)."""
 _CHUNK = 65536
@@ -77,6 +89,8 @@ class Seen:
     timed_out: bool = False
     scratch_exceeded: bool = False
     """Its scratch directory outgrew the quota (where no tmpfs bounds it)."""
+    threads_exceeded: bool = False
+    """It ran more threads than its budget (where runs share the service's uid)."""
     ended: float = field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -85,15 +99,25 @@ class Seen:
 
 
 class ScratchWatch:
-    """Where no tmpfs bounds a run's scratch dir: its file system's free space, polled while
-    it runs; a drop past the quota is confirmed by counting the dir itself."""
+    """Where no tmpfs bounds a run's scratch dir: its file system's free space and free
+    inodes, polled while it runs.
+
+    A drop past the quota is confirmed by counting the dir itself (bytes
+    allocated, entries). Files the run unlinked but holds open count nowhere
+    but in the free space: a drop that the live scratch roots on the file
+    system do not explain (counting what each holds: another zygote's run
+    may be writing at the same time) is treated as over quota too once it
+    passes one quota per live root (what each run may hide, or something
+    else on the file system may write).
+    """
 
     INTERVAL_S = 0.05
 
-    def __init__(self, workdir: str, scratch_mb: int) -> None:
+    def __init__(self, workdir: str, scratch_mb: int, entries: int = ENTRY_QUOTA) -> None:
         self.workdir = workdir
         self.quota = scratch_mb * 1024 * 1024
-        self.free = _free_bytes(workdir)
+        self.entries = entries
+        self.free, self.free_inodes = _free(workdir)
         self.next = time.monotonic() + self.INTERVAL_S
 
     def exceeded(self, final: bool = False) -> bool:
@@ -101,9 +125,43 @@ class ScratchWatch:
         if not final and now < self.next:
             return False
         self.next = now + self.INTERVAL_S
-        if not final and self.free - _free_bytes(self.workdir) <= self.quota:
+        if final:
+            return self._over(*scratch_usage(self.workdir, self.quota, self.entries))
+        free, free_inodes = _free(self.workdir)
+        dropped, inodes_dropped = self.free - free, self.free_inodes - free_inodes
+        if dropped <= self.quota and inodes_dropped <= self.entries:
             return False
-        return disk_usage(self.workdir, self.quota) > self.quota
+        if self._over(*scratch_usage(self.workdir, self.quota, self.entries)):
+            return True
+        if dropped <= self.quota:
+            return False
+        live = live_scratch_roots(os.path.dirname(os.path.dirname(self.workdir)))
+        seen = sum(scratch_usage(root, dropped, 4 * self.entries)[0] for root in live)
+        return dropped - seen > max(1, len(live)) * self.quota
+
+    def _over(self, used: int, entries: int) -> bool:
+        return used > self.quota or entries > self.entries
+
+
+class ThreadWatch:
+    """Where runs share the service's uid (RLIMIT_NPROC counts the whole uid): the run's
+    threads, polled while it runs, against its budget."""
+
+    INTERVAL_S = 0.01
+
+    def __init__(self, pid: int, budget: int) -> None:
+        self.pid, self.budget = pid, budget
+        self.next = time.monotonic() + self.INTERVAL_S
+
+    def exceeded(self) -> bool:
+        now = time.monotonic()
+        if now < self.next:
+            return False
+        self.next = now + self.INTERVAL_S
+        try:
+            return thread_count(self.pid) > self.budget
+        except (OSError, ValueError, IndexError):
+            return False
 
 
 def supervise(
@@ -113,6 +171,7 @@ def supervise(
     deadline: float,
     output_bytes: int,
     watch: ScratchWatch | None,
+    threads: ThreadWatch | None,
     kill: Callable[[], None],
 ) -> Seen:
     """Feed stdin, collect the outputs until the run ends or breaks a limit; `kill` ends it.
@@ -144,6 +203,8 @@ def supervise(
                 break
             if watch is not None:
                 timeout = min(timeout, ScratchWatch.INTERVAL_S)
+            if threads is not None:
+                timeout = min(timeout, ThreadWatch.INTERVAL_S)
         events = poller.poll(timeout * 1000)
         if not events and exited:
             break
@@ -163,6 +224,9 @@ def supervise(
             break
         if watch is not None and not exited and watch.exceeded():
             seen.scratch_exceeded = True
+            break
+        if threads is not None and not exited and threads.exceeded():
+            seen.threads_exceeded = True
             break
     if not exited:
         seen.ended = time.monotonic()
@@ -185,37 +249,249 @@ def _feed(fd: int, pending: memoryview, poller: select.poll) -> memoryview:
     return pending
 
 
-def _free_bytes(path: str) -> int:
-    stat = os.statvfs(path)
-    return stat.f_bavail * stat.f_frsize
+def _free(path: str) -> tuple[int, int]:
+    """Bytes and inodes free to an unprivileged writer on `path`'s file system."""
+    found = os.statvfs(path)
+    return found.f_bavail * found.f_frsize, found.f_favail
 
 
-def disk_usage(path: str, limit: int) -> int:
-    """Bytes allocated beneath `path`, counted until they pass `limit` (no symlink followed).
+def scratch_usage(path: str, byte_limit: int, entry_limit: int) -> tuple[int, int]:
+    """Bytes allocated and entries beneath `path`, counted until either passes its limit
+    (no symlink followed, at any depth). A directory the run made unreadable counts as
+    over the limits."""
+    total = count = 0
 
-    A directory the run made unreadable counts as over the limit."""
-    total, directories = 0, [path]
-    while directories and total <= limit:
+    def entry(fd: int, found: os.DirEntry[str]) -> bool:
+        nonlocal total, count
+        count += 1
+        total += found.stat(follow_symlinks=False).st_blocks * 512
+        return total <= byte_limit and count <= entry_limit
+
+    try:
+        with _parent_of(path) as (parent_fd, name):
+            _walk(parent_fd, name, entry, None, restore=False)
+    except OSError:
+        return byte_limit + 1, entry_limit + 1
+    return total, count
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIRECTORY_PATH = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: str, max_entries: int = REMOVE_MAX_ENTRIES) -> bool:
+    """Remove `path` and everything beneath it; True once nothing is left there.
+
+    Iterative and relative to directory fds (`_walk`): the work is
+    O(entries), and depth costs neither recursion nor descriptors. No
+    symlink is followed (each is removed as itself); a directory whose run
+    took away its permissions gets them back. It stops, leaving the rest,
+    once it has listed `max_entries` entries (a tree no run can make: its
+    scratch quota bounds its entries to `ENTRY_QUOTA`), or at anything it
+    cannot remove or a parent that is no longer the one it came from: False.
+    """
+    seen = 0
+
+    def entry(fd: int, found: os.DirEntry[str]) -> bool:
+        nonlocal seen
+        seen += 1
+        if seen > max_entries:
+            return False
+        if not found.is_dir(follow_symlinks=False):
+            os.unlink(found.name, dir_fd=fd)
+        return True
+
+    def leave(parent_fd: int, name: str) -> None:
+        os.rmdir(name, dir_fd=parent_fd)
+
+    try:
+        with _parent_of(path) as (parent_fd, name):
+            found = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            if not stat.S_ISDIR(found.st_mode):
+                os.unlink(name, dir_fd=parent_fd)
+                return True
+            return _walk(parent_fd, name, entry, leave, restore=True)
+    except FileNotFoundError:
+        return not os.path.lexists(path)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _parent_of(path: str) -> Iterator[tuple[int, str]]:
+    """An fd of `path`'s directory and `path`'s name in it."""
+    parent, name = os.path.split(os.path.abspath(path))
+    fd = os.open(parent, _DIRECTORY)
+    try:
+        yield fd, name
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class _Level:
+    """A directory being walked: its name in its parent, its identity, what is left in it."""
+
+    name: str
+    identity: tuple[int, int]
+    subdirectories: list[str] | None = None
+    """Its subdirectories not yet walked; None until it has been listed."""
+
+
+def _walk(
+    top_fd: int,
+    name: str,
+    entry: Callable[[int, os.DirEntry[str]], bool],
+    leave: Callable[[int, str], None] | None,
+    restore: bool,
+) -> bool:
+    """Walk directory `name` of `top_fd` depth first: `entry(fd, entry)` for each entry
+    (before any subdirectory of that directory is entered; False stops the walk), then
+    `leave(parent_fd, name)` once a directory's subdirectories are done. True when the
+    whole tree was walked.
+
+    One directory is open at a time (besides `top_fd` and scandir's own copy): a
+    subdirectory is entered by name (never through a symlink) and left through `..`,
+    checked to be the directory it came from. Each directory is listed once, its
+    subdirectories kept by name, so the work is O(entries). With `restore`, a directory
+    without its owner's read, write or search permission gets them back first.
+    """
+    fd = _open_directory(top_fd, name, restore)
+    levels = [_Level(name, _identity(fd))]
+    try:
+        while True:
+            level = levels[-1]
+            if level.subdirectories is None:
+                level.subdirectories = []
+                with os.scandir(fd) as entries:
+                    for found in entries:
+                        if not entry(fd, found):
+                            return False
+                        if found.is_dir(follow_symlinks=False):
+                            level.subdirectories.append(found.name)
+            if level.subdirectories:
+                child_name = level.subdirectories.pop()
+                child = _open_directory(fd, child_name, restore)
+                os.close(fd)
+                fd = child
+                levels.append(_Level(child_name, _identity(fd)))
+                continue
+            levels.pop()
+            if not levels:
+                os.close(fd)
+                fd = -1
+                if leave is not None:
+                    leave(top_fd, name)
+                return True
+            up = os.open("..", _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            if _identity(fd) != levels[-1].identity:
+                return False  # moved while we were inside: never touch what lies elsewhere
+            if leave is not None:
+                leave(fd, level.name)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _open_directory(dir_fd: int, name: str, restore: bool) -> int:
+    """Open directory `name` of `dir_fd` without following a symlink; with `restore`, give
+    its owner back read, write and search permission where its run took them away."""
+    try:
+        fd = os.open(name, _DIRECTORY, dir_fd=dir_fd)
+    except PermissionError:
+        if not restore:
+            raise
+        handle = os.open(name, _DIRECTORY_PATH, dir_fd=dir_fd)
         try:
-            with os.scandir(directories.pop()) as entries:
-                for entry in entries:
-                    total += entry.stat(follow_symlinks=False).st_blocks * 512
-                    if entry.is_dir(follow_symlinks=False):
-                        directories.append(entry.path)
+            os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        finally:
+            os.close(handle)
+        fd = os.open(name, _DIRECTORY, dir_fd=dir_fd)
+    if restore:
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_mode & 0o700 != 0o700:
+                os.fchmod(fd, 0o700)
+    return fd
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    found = os.fstat(fd)
+    return found.st_dev, found.st_ino
+
+
+def make_scratch_root(directory: str, pid: int) -> tuple[str, int]:
+    """A fresh scratch root in `directory`, named after its zygote's `pid`, and the fd that
+    holds its lock: the root is live exactly as long as that fd is open (`sweep_scratch_roots`)."""
+    root = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{pid}-", dir=directory)
+    fd = os.open(root, _DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return root, fd
+
+
+def _scratch_roots(directory: str) -> list[str]:
+    """The scratch roots in `directory` named as `make_scratch_root` names them."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [
+        os.path.join(directory, name)
+        for name in names
+        if name.startswith(SCRATCH_PREFIX)
+        and name[len(SCRATCH_PREFIX) :].partition("-")[0].isdigit()
+    ]
+
+
+def _held(root: str) -> bool | None:
+    """Whether a live zygote holds `root`'s lock (None: not a directory of ours to judge)."""
+    try:
+        fd = os.open(root, _DIRECTORY)
+    except OSError:
+        return None
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+    finally:
+        os.close(fd)  # releases a lock taken here
+
+
+def live_scratch_roots(directory: str) -> list[str]:
+    """The scratch roots in `directory` that a live zygote holds."""
+    return [root for root in _scratch_roots(directory) if _held(root) is True]
+
+
+def sweep_scratch_roots(directory: str) -> list[str]:
+    """Remove the scratch roots that dead zygotes left in `directory`; those still there.
+
+    A root counts as dead when nobody holds its lock and it has not changed
+    for `STALE_S`; a live zygote's root (of this service or any other on the
+    machine, in any PID namespace) is never touched, nor one of another uid
+    or named otherwise. Each removal is bounded (`remove_tree`): a root too
+    big for one call is left, reported, and the next sweep goes on with it.
+    """
+    left = []
+    for root in _scratch_roots(directory):
+        try:
+            fd = os.open(root, _DIRECTORY)
         except OSError:
-            return limit + 1
-    return total
-
-
-def remove_tree(path: str) -> None:
-    """Remove a scratch dir, also when its run took the permissions off its directories."""
-    shutil.rmtree(path, ignore_errors=True)
-    if not os.path.lexists(path):
-        return
-    for parent, directories, _ in os.walk(path):
-        for name in directories:
-            directory = os.path.join(parent, name)
-            if not os.path.islink(directory):
-                with contextlib.suppress(OSError):
-                    os.chmod(directory, 0o700)
-    shutil.rmtree(path, ignore_errors=True)
+            continue
+        try:
+            found = os.fstat(fd)
+            if found.st_uid != os.geteuid() or time.time() - found.st_mtime < STALE_S:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while removing
+            except BlockingIOError:
+                continue
+            if not remove_tree(root):
+                left.append(root)
+        finally:
+            os.close(fd)
+    return left

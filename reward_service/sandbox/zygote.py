@@ -44,20 +44,25 @@ import typing
 from reward_service.sandbox import landlock, linux, namespaces, protocol
 from reward_service.sandbox.confine import (
     CONFINEMENT_FAILED,
-    NOBODY,
+    PR_SET_DUMPABLE,
     REPORT_FD,
+    THREADS,
     Confinement,
     RunLimits,
+    claim_run_uid,
+    shared_uid_task_limit,
 )
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.runners import RUNNERS, Runner
 from reward_service.sandbox.seccomp import SyscallFilter
 from reward_service.sandbox.supervise import (
-    SCRATCH_PREFIX,
     ScratchWatch,
     Seen,
+    ThreadWatch,
+    make_scratch_root,
     remove_tree,
     supervise,
+    sweep_scratch_roots,
 )
 
 STDERR_TAIL = 1024
@@ -73,14 +78,23 @@ class Zygote:
         self.runs = 0
         self.running: int | None = None
         """The run process between its fork and its reaping."""
+        pid = os.getpid()
         can_switch_uid = os.geteuid() == 0 and linux.has_capabilities(
             linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_CHOWN
         )
         self.namespaces: list[str] = []
         if os.geteuid() != 0 and namespaces.enter_user_namespace():
             self.namespaces.append("userns")
+        # Not dumpable from here on (a user namespace's maps are written first: a process
+        # that is not dumpable may not write them): no other process of our uid opens our
+        # /proc/<pid>/fd (the worker's pipes) or reads our memory; every run starts so.
+        linux.prctl(PR_SET_DUMPABLE, 0)
+        switch_uid = can_switch_uid and "userns" not in self.namespaces
+        # Claimed before a network namespace of our own: claims are names in the host's.
+        self.uid_claim = claim_run_uid() if switch_uid else None
         read_paths = _read_paths()
         self.scratch_root = ""
+        self.root_lock: int | None = None
         self.pid_namespace = False
         if os.geteuid() == 0:
             if namespaces.enter_network_namespace():
@@ -92,16 +106,17 @@ class Zygote:
             if self.pid_namespace:
                 linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
                 self.namespaces.append("pidns")
+            if "mountns" in self.namespaces:
+                namespaces.mount_proc()  # for /dev/stdin and its like: each run sees only itself
         if not self.pid_namespace:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         if not self.scratch_root:
-            self.scratch_root = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+            self.scratch_root, self.root_lock = make_scratch_root(tempfile.gettempdir(), pid)
             os.chmod(self.scratch_root, 0o711)  # the runs' uid enters its own dir, lists none
         self.owns_scratch_root = "mountns" not in self.namespaces
-        switch_uid = can_switch_uid and "userns" not in self.namespaces
         self.confinement = Confinement(
             zygote_pid=os.getpid(),
-            run_uid=NOBODY if switch_uid else None,
+            run_uid=self.uid_claim[0] if self.uid_claim is not None else None,
             landlock_reads=read_paths if landlock.abi() >= 1 else None,
             syscall_filter=_try(lambda: SyscallFilter(read_only_files=landlock.abi() < 1)),
         )
@@ -143,6 +158,8 @@ class Zygote:
             c = self.confinement
             if failed == "uid" and c.run_uid is not None:
                 c.run_uid = None
+                if self.uid_claim is not None:
+                    self.uid_claim[1].close()  # the uid is free for another zygote
             elif failed == "landlock" and c.landlock_reads is not None:
                 c.landlock_reads = None
                 if c.syscall_filter is not None:  # no landlock: the filter refuses file writes
@@ -188,7 +205,9 @@ class Zygote:
     ) -> tuple[protocol.Message, Seen]:
         """One run of `request`'s program on `stdin`: its outcome and what was read of it."""
         runner = RUNNERS[request["language"]]
-        limits = RunLimits(float(request["time_s"]), int(request["memory_mb"]), self.scratch_mb)
+        limits = RunLimits(
+            float(request["time_s"]), int(request["memory_mb"]), self.scratch_mb, self._tasks()
+        )
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
         os.mkdir(workdir, 0o700)
@@ -202,6 +221,9 @@ class Zygote:
             stdout_r, stdout_w = os.pipe()
             stderr_r, stderr_w = os.pipe()
             report_r, report_w = os.pipe()
+            if self.confinement.run_uid is not None:  # its own, to reopen as /dev/stdin and such
+                for fd in (stdin_r, stdout_w, stderr_w):
+                    os.fchown(fd, self.confinement.run_uid, self.confinement.run_uid)
             started = time.monotonic()
             pid = os.fork()
             if pid == 0:
@@ -218,6 +240,7 @@ class Zygote:
                 started + limits.time_s,
                 int(request["output_bytes"]),
                 watch,
+                ThreadWatch(pid, THREADS) if self.shares_uid else None,
                 lambda: self._kill(pid),
             )
             status, cpu_s = self._end(pid)
@@ -227,6 +250,22 @@ class Zygote:
         finally:
             remove_tree(workdir)
         return _outcome(seen, status, cpu_s, limits, seen.ended - started), seen
+
+    @property
+    def shares_uid(self) -> bool:
+        """Runs keep the service's uid, in no user namespace of the zygote's own: every task
+        of the uid counts against one RLIMIT_NPROC (`shared_uid_task_limit`)."""
+        return self.confinement.run_uid is None and "userns" not in self.namespaces
+
+    def _tasks(self) -> int:
+        """The run's RLIMIT_NPROC: a uid of this zygote's own, or a user namespace of its own
+        (the count is per namespace; this zygote and its PID namespace's waiter are in it),
+        hold its `THREADS` alone; a shared uid takes the uid's tasks now into account."""
+        if self.confinement.run_uid is not None:
+            return THREADS
+        if "userns" in self.namespaces:
+            return THREADS + 2
+        return shared_uid_task_limit(os.getuid())
 
     def _become_run(
         self,
@@ -286,7 +325,7 @@ class Zygote:
 
     def close(self) -> None:
         if self.owns_scratch_root:
-            remove_tree(self.scratch_root)
+            remove_tree(self.scratch_root)  # what is left, the next sweep removes
 
 
 def _outcome(
@@ -300,6 +339,8 @@ def _outcome(
         confinement = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
     elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
+    elif seen.threads_exceeded:
+        kind = "runtime_error"
     elif seen.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
         kind = "time_limit"
     elif exit_code == 1 and seen.stderr.last_line_starts(b"MemoryError"):
@@ -345,6 +386,7 @@ def main() -> None:
     zygote: Zygote | None = None
     try:
         try:
+            left = sweep_scratch_roots(tempfile.gettempdir())  # before a mount namespace
             zygote = Zygote(int(config["scratch_mb"]))
             gc.freeze()
             error = zygote.self_test()
@@ -355,6 +397,7 @@ def main() -> None:
             _clean_up_when_orphaned(zygote)
         scratch_root = zygote.scratch_root if zygote.owns_scratch_root else None
         hello = {"layers": zygote.layers, "error": error, "scratch_root": scratch_root}
+        hello["stale_roots_left"] = left
         protocol.write_frame(control_out, hello)
         while error is None:
             frame = protocol.read_frame(control_in)

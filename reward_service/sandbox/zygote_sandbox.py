@@ -11,6 +11,7 @@ breaks the protocol is replaced, and the runs left go to the new one.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import subprocess
@@ -24,6 +25,8 @@ from typing import TypeGuard
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import LANGUAGES, LAYERS, Kind, Limits, Outcome, Program, protocol
 from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
+
+log = logging.getLogger(__name__)
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 _START_TIMEOUT_S = 30.0
@@ -145,6 +148,9 @@ class ZygoteSandbox:
         if hello is None or hello.get("error") is not None or not _is_layer_list(layers):
             self._kill()
             raise SandboxUnavailable(f"the sandbox's zygote did not start: {reason}")
+        left = hello.get("stale_roots_left")
+        if isinstance(left, list) and left:  # swept at start-up, too big for one removal
+            log.warning("scratch roots of dead zygotes left for the next sweep: %s", left[:10])
         return tuple(layers)
 
     def _stream(

@@ -1142,6 +1142,156 @@ attempt({
         OK,
         ERR,
     ),
+    # issue 20: the service's processes, per-run budgets, clean-up, unseen disk use
+    _h(
+        "proc_fd_of_service",
+        "open the fds (the worker's task pipe among them) and memory of its zygotes and worker",
+        """\
+       import os
+       me, uid = os.getpid(), os.getuid()
+       def parent(pid):
+           with open(f"/proc/{pid}/stat", "rb") as f:
+               data = f.read()
+           return int(data[data.rindex(b")") + 2 :].split()[1])
+       service, pid = set(), me
+       for _ in range(2):  # its zygote and the worker above it (not a PID 1)
+           try:
+               pid = parent(pid)
+           except (OSError, ValueError):
+               break
+           if pid <= 1:
+               break
+           service.add(pid)
+       got, seen = [], []
+       for name in os.listdir("/proc"):
+           if not name.isdigit() or int(name) == me:
+               continue
+           pid = int(name)
+           try:
+               if os.stat(f"/proc/{pid}").st_uid != uid:
+                   continue
+               with open(f"/proc/{pid}/cmdline", "rb") as f:
+                   cmdline = f.read()
+           except OSError:
+               continue
+           ours = pid in service or b"zygote.py" in cmdline
+           try:
+               fds = os.listdir(f"/proc/{pid}/fd")
+           except OSError as exc:
+               seen.append((pid, "fd", exc.strerror))
+               fds = []
+           for fd in fds:
+               try:
+                   opened = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+               except OSError:
+                   continue
+               try:
+                   data = os.read(opened, 4096) if ours else b"(not read)"
+               except OSError as exc:
+                   data = exc.strerror.encode()
+               os.close(opened)
+               (got if ours else seen).append((pid, "fd", fd, data[:60]))
+           try:
+               with open(f"/proc/{pid}/maps") as maps:
+                   start = int(maps.readline().split("-")[0], 16)
+               with open(f"/proc/{pid}/mem", "rb", 0) as mem:
+                   mem.seek(start)
+                   (got if ours else seen).append((pid, "mem", mem.read(16)))
+           except (OSError, ValueError) as exc:
+               seen.append((pid, "mem", type(exc).__name__))
+       print("service", sorted(service), "got", got[:20], "seen", seen[:20])
+       if got:
+           print("ACHIEVED opened the service's fds or memory:", got[:5])
+       """,
+        OK,
+        ERR,
+        output_bytes=1 << 20,
+    ),
+    _h(
+        "thread_bomb_small_stacks",
+        "start threads of the smallest stack in one malloc arena (RLIMIT_AS no bound), hold them",
+        """\
+       import _thread, ctypes, os, time
+       ctypes.CDLL(None).mallopt(-8, 1)  # M_ARENA_MAX: no 64 MiB arena reserved per thread
+       _thread.stack_size(32768)
+       n = 0
+       try:
+           while n < 1500:
+               _thread.start_new_thread(time.sleep, (30,))
+               n += 1
+               if n % 100 == 0:
+                   print("threads", n, flush=True)
+       except RuntimeError as exc:
+           print("stopped at", n, exc, flush=True)
+           raise
+       time.sleep(0.5)
+       print("ACHIEVED held", n, "threads for 0.5 s", flush=True)
+       os._exit(0)
+       """,
+        ERR,
+        MEM,
+        TIME,
+        time_s=3.0,
+        memory_mb=256,
+    ),
+    _h(
+        "deep_tree",
+        "nest 2,000 directories in its scratch dir, too deep for a recursive removal",
+        """\
+       import os
+       print("CWD=" + os.path.realpath(os.getcwd()), flush=True)
+       made = 0
+       try:
+           for _ in range(2000):
+               os.mkdir("d")
+               os.chdir("d")
+               made += 1
+       except OSError as exc:
+           print("stopped at", made, exc)
+       print("made", made, "nested directories")
+       """,
+        OK,
+        TIME,  # landlock checks each access up the whole path: a slow disk may end it first
+        time_s=3.0,
+    ),
+    _h(
+        "inode_bomb",
+        "create empty files without end (no byte of disk, every inode)",
+        """\
+       import os
+       print("CWD=" + os.path.realpath(os.getcwd()), flush=True)
+       n = 0
+       while n < 40000:
+           os.close(os.open("e%d" % n, os.O_WRONLY | os.O_CREAT, 0o600))
+           n += 1
+       print("ACHIEVED created", n, "empty files", flush=True)
+       """,
+        ERR,
+        OUT,
+        TIME,
+        time_s=3.0,
+    ),
+    _h(
+        "unlinked_open_files",
+        "write 512 MiB into files it unlinks but holds open, unseen by any walk of its dir",
+        """\
+       import os
+       chunk, held, total = b"x" * (1 << 20), [], 0
+       while total < (512 << 20):
+           name = "hidden%d" % len(held)
+           fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o600)
+           os.unlink(name)
+           held.append(fd)
+           for _ in range(16):
+               os.write(fd, chunk)
+               total += 1 << 20
+       print("ACHIEVED hid", total >> 20, "MiB in unlinked files", flush=True)
+       """,
+        ERR,
+        OUT,
+        TIME,  # a slow disk may end it first: the ACHIEVED mark catches a missing bound
+        time_s=3.0,
+    ),
 )
 """In run order: quiet attacks first, the bombs, then what cannot be undone (a lower priority)."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -352,6 +353,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
     from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
 
     sandbox = ZygoteSandbox(scratch_mb=SCRATCH_MB)

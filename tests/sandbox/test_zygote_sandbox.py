@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import LAYERS, Kind, Limits, Outcome, Program, zygote_sandbox
+from reward_service.sandbox.runners import ONE_THREAD
 from reward_service.sandbox.zygote_sandbox import ZYGOTE, ZygoteSandbox, probe_layers
 
 LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
@@ -209,11 +211,72 @@ def test_stderr_is_reported_as_its_tail(sandbox: ZygoteSandbox) -> None:
     assert outcome.stderr.endswith("ValueError: last words\n")
 
 
-def test_the_environment_is_empty_but_home_and_tmpdir(sandbox: ZygoteSandbox) -> None:
-    """No variable of the service reaches the program; HOME and TMPDIR are its cwd."""
+def test_the_environment_is_empty_but_home_tmpdir_and_one_thread_pools(
+    sandbox: ZygoteSandbox,
+) -> None:
+    """No variable of the service reaches the program; HOME and TMPDIR are its cwd, and
+    numerical libraries are told to use one thread (OMP_NUM_THREADS and the like)."""
     outcome = run(sandbox, "import json, os; print(json.dumps([dict(os.environ), os.getcwd()]))")
     environ, cwd = json.loads(outcome.stdout)
-    assert environ == {"HOME": cwd, "TMPDIR": cwd}
+    assert environ == {"HOME": cwd, "TMPDIR": cwd, **ONE_THREAD}
+    assert {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"} <= set(ONE_THREAD)
+    assert {"NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"} <= set(ONE_THREAD)
+
+
+def test_numpy_runs_with_its_pool_of_one_thread(sandbox: ZygoteSandbox) -> None:
+    """A BLAS product under a 256 MiB address space (a pool per core would need more)."""
+    pytest.importorskip("numpy")
+    source = "import numpy as np\na = np.ones((300, 300))\nprint(int((a @ a).sum()))\n"
+    outcome = run(sandbox, source, limits=Limits(5.0, 256, 1 << 20))
+    assert (outcome.kind, outcome.stdout) == (Kind.OK, b"27000000\n"), outcome.stderr
+
+
+def test_the_standard_streams_have_their_dev_names(sandbox: ZygoteSandbox) -> None:
+    """/dev/stdin, /dev/stdout, /dev/stderr and /dev/fd/N are the run's own streams, in the
+    mount namespace too (there, through a /proc that shows the run only itself)."""
+    source = (
+        "import sys\ndata = open('/dev/stdin').read()\n"
+        "open('/dev/stdout', 'w').write(data[::-1])\n"
+        "with open('/dev/fd/2', 'w') as err:\n    err.write('to fd 2')\n"
+        "open('/dev/stderr', 'w').write(' and to stderr\\n')\n"
+    )
+    outcome = run(sandbox, source, b"abc\n")
+    assert (outcome.kind, outcome.stdout) == (Kind.OK, b"\ncba"), outcome.stderr
+    assert outcome.stderr == "to fd 2 and to stderr\n"
+
+
+def test_ints_of_any_size_print(sandbox: ZygoteSandbox) -> None:
+    """`print(factorial(5000))` (16,326 digits) and int() of a 10,000-digit line work, as
+    in the Pythons and judges that made such problems' outputs (no 4,300-digit limit)."""
+    source = "import math\nprint(math.factorial(5000))\nprint(int(input()) % 97)\n"
+    outcome = run(sandbox, source, b"7" * 10_000 + b"\n")
+    assert outcome.kind is Kind.OK, outcome.stderr
+    digits, remainder = outcome.stdout.split()
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        assert int(digits) == math.factorial(5000)
+        assert int(remainder) == int("7" * 10_000) % 97
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
+def test_a_run_is_not_dumpable(sandbox: ZygoteSandbox) -> None:
+    """No other process of the run's uid may open its /proc/<pid>/fd or read its memory."""
+    outcome = run(sandbox, "import ctypes\nprint(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))")
+    assert outcome.stdout == b"0\n"
+
+
+def test_each_sandbox_s_runs_get_a_uid_of_their_own() -> None:
+    """Where runs switch uid, two zygotes' runs get two uids (each has its own RLIMIT_NPROC
+    count), neither the service's; where they cannot, they keep the service's."""
+    source = "import os\nprint(os.getuid())"
+    with ZygoteSandbox(scratch_mb=29) as first, ZygoteSandbox(scratch_mb=29) as second:
+        uids = {int(run(box, source).stdout) for box in (first, second)}
+        if "uid" not in first.layers:
+            assert uids == {os.getuid()}
+        else:
+            assert len(uids) == 2 and not uids & {0, 65534, os.getuid()}
 
 
 def test_each_run_gets_a_fresh_scratch_dir_removed_afterwards(sandbox: ZygoteSandbox) -> None:
