@@ -56,6 +56,15 @@ class Run:
     def rate(self) -> float:
         return self.answers / self.seconds
 
+    def __add__(self, other: Run) -> Run:
+        """Two rounds of one side as one measurement."""
+        return Run(
+            self.answers + other.answers,
+            self.seconds + other.seconds,
+            self.wrong + other.wrong,
+            self.latencies_s + other.latencies_s,
+        )
+
     def percentile_ms(self, q: float) -> float:
         if not self.latencies_s:
             return float("nan")
@@ -90,14 +99,28 @@ def _wrong(rewards: list[float], items: list[dict[str, Any]]) -> int:
     return sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
 
 
-def run_plain(workload: Workload, items: list[dict[str, Any]], processes: int) -> Run:
-    """The workload's plain grader in `processes` processes."""
+@contextlib.contextmanager
+def _plain_pool(workload: Workload, warm_up: list[dict[str, Any]], processes: int) -> Iterator[Any]:
+    """`processes` warm plain graders (each has graded answers of `warm_up`)."""
     with multiprocessing.get_context("forkserver").Pool(processes, workload.warm) as pool:
-        pool.map(workload.plain, items[: processes * 2], chunksize=1)
-        started = time.perf_counter()
-        rewards = pool.map(workload.plain, items, chunksize=4)
-        elapsed = time.perf_counter() - started
+        pool.map(workload.plain, warm_up[: processes * 2], chunksize=1)
+        yield pool
+
+
+def _plain_round(pool: Any, workload: Workload, items: list[dict[str, Any]]) -> Run:
+    """`items` graded by the plain graders of `pool`, timed."""
+    started = time.perf_counter()
+    rewards = pool.map(workload.plain, items, chunksize=4)
+    elapsed = time.perf_counter() - started
     return Run(len(items), elapsed, _wrong(rewards, items))
+
+
+def rounds_of(items: list[T], rounds: int) -> list[list[T]]:
+    """`items` in `rounds` consecutive parts as even as can be (none empty)."""
+    rounds = max(1, min(rounds, len(items)))
+    size, extra = divmod(len(items), rounds)
+    bounds = [i * size + min(i, extra) for i in range(rounds + 1)]
+    return [items[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 async def _timed(call: Awaitable[T], latencies: list[float]) -> T:
@@ -201,29 +224,41 @@ def _descendants(pid: int) -> list[int]:
 
 
 class _CpuShare:
-    text = ""
+    """Where the CPU went, summed over the rounds of one side: server, workers, sandboxes,
+    this client."""
 
+    def __init__(self) -> None:
+        self.server_s = self.workers_s = self.sandboxes_s = self.client_s = 0.0
+        self.answers = 0
+        self.saw_sandboxes = False
 
-@contextlib.contextmanager
-def _cpu_per_answer(server: Any, answers: int) -> Iterator[_CpuShare]:
-    """Where the CPU went, per answer: server process, workers, this client."""
-    share = _CpuShare()
-    workers = server.worker_pids()
-    server_before = _cpu_seconds(server.process.pid)
-    workers_before = sum(map(_cpu_seconds, workers))
-    sandboxes = [d for worker in workers for d in _descendants(worker)]
-    sandboxes_before = sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes)
-    client_before = time.process_time()
-    yield share
-    server_ms = (_cpu_seconds(server.process.pid) - server_before) / answers * 1000
-    workers_ms = (sum(map(_cpu_seconds, workers)) - workers_before) / answers * 1000
-    sandbox_s = sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes) - sandboxes_before
-    client_ms = (time.process_time() - client_before) / answers * 1000
-    share.text = (
-        f"\n    cpu per answer: server {server_ms:.2f} ms, workers {workers_ms:.2f} ms, "
-        + (f"their sandboxes {sandbox_s / answers * 1000:.2f} ms, " if sandboxes else "")
-        + f"client {client_ms:.2f} ms"
-    )
+    @contextlib.contextmanager
+    def measure(self, server: Any, answers: int) -> Iterator[None]:
+        workers = server.worker_pids()
+        server_before = _cpu_seconds(server.process.pid)
+        workers_before = sum(map(_cpu_seconds, workers))
+        sandboxes = [d for worker in workers for d in _descendants(worker)]
+        sandboxes_before = sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes)
+        client_before = time.process_time()
+        yield
+        self.server_s += _cpu_seconds(server.process.pid) - server_before
+        self.workers_s += sum(map(_cpu_seconds, workers)) - workers_before
+        self.sandboxes_s += sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes)
+        self.sandboxes_s -= sandboxes_before
+        self.client_s += time.process_time() - client_before
+        self.answers += answers
+        self.saw_sandboxes = self.saw_sandboxes or bool(sandboxes)
+
+    @property
+    def text(self) -> str:
+        def ms(seconds: float) -> str:
+            return f"{seconds / max(1, self.answers) * 1000:.2f} ms"
+
+        return (
+            f"\n    cpu per answer: server {ms(self.server_s)}, workers {ms(self.workers_s)}, "
+            + (f"their sandboxes {ms(self.sandboxes_s)}, " if self.saw_sandboxes else "")
+            + f"client {ms(self.client_s)}"
+        )
 
 
 def _line(name: str, run: Run, plain: Run | None) -> str:
@@ -242,22 +277,35 @@ def _line(name: str, run: Run, plain: Run | None) -> str:
 def _measure(
     server: Any, workload: Workload, seeds: Iterator[int], workers: int, args: argparse.Namespace
 ) -> None:
-    """One workload's lines: plain, then /score and /score/batch with their CPU, then hit rates."""
+    """One workload's lines: plain, then /score and /score/batch with their CPU, then hit rates.
+
+    With `--rounds N` each side's answers are graded in N parts, the sides taking turns
+    (plain, /score, /score/batch, plain, ...), so that a change in the machine's other load
+    falls on every side alike; each side's line sums its rounds."""
 
     def fresh() -> list[dict[str, Any]]:
         return workload.items(next(seeds), args.answers)
 
-    plain = run_plain(workload, fresh(), workers)
+    plain_items = fresh()
+    warm_up = fresh()[: workers * 4]
+    single_items, batch_items = fresh(), fresh()
+    parts = zip(
+        *(rounds_of(items, args.rounds) for items in (plain_items, single_items, batch_items)),
+        strict=True,
+    )
+    plain = single = batch = Run(0, 0.0, 0)
+    single_cpu, batch_cpu = _CpuShare(), _CpuShare()
+    with _plain_pool(workload, plain_items, workers) as pool:
+        asyncio.run(_single(server.url, warm_up, args.connections))
+        before = _scrape(server.url)
+        for plain_part, single_part, batch_part in parts:
+            plain += _plain_round(pool, workload, plain_part)
+            with single_cpu.measure(server, len(single_part)):
+                single += asyncio.run(_single(server.url, single_part, args.connections))
+            with batch_cpu.measure(server, len(batch_part)):
+                batch += asyncio.run(_batched(server.url, batch_part, 64, 8))
     print(_line("plain", plain, None), flush=True)
-    asyncio.run(_single(server.url, fresh()[: workers * 4], args.connections))
-    before = _scrape(server.url)
-    items = fresh()
-    with _cpu_per_answer(server, args.answers) as single_cpu:
-        single = asyncio.run(_single(server.url, items, args.connections))
     print(_line("/score", single, plain) + single_cpu.text, flush=True)
-    items = fresh()
-    with _cpu_per_answer(server, args.answers) as batch_cpu:
-        batch = asyncio.run(_batched(server.url, items, 64, 8))
     print(_line("/score/batch", batch, plain) + batch_cpu.text, flush=True)
     print(f"  service: {_hit_rates(before, _scrape(server.url))}", flush=True)
 
@@ -266,9 +314,10 @@ def _bench(args: argparse.Namespace) -> None:
     from reward_service.local_server import live_server
 
     workers = args.workers or available_cpus()
+    rounds = f", {args.rounds} rounds taking turns" if args.rounds > 1 else ""
     print(
         f"bench: {args.answers} answers per side and workload, {workers} processes per side, "
-        f"seed {args.seed}",
+        f"seed {args.seed}{rounds}",
         flush=True,
     )
     with live_server(workers=workers) as server:
@@ -300,6 +349,13 @@ def _memory(server: Any, answers: int, seed: int) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number of rounds")
+    return value
+
+
 def register(commands: Subparsers) -> None:
     """Add the `bench` command to the CLI."""
     bench = commands.add_parser("bench", help="benchmark the service against plain math_verify")
@@ -307,6 +363,12 @@ def register(commands: Subparsers) -> None:
     bench.add_argument("--workers", type=int, help="processes per side (default: usable CPUs)")
     bench.add_argument("--connections", type=int, default=64, help="client connections")
     bench.add_argument("--seed", type=int, default=20261130, help="first workload seed")
+    bench.add_argument(
+        "--rounds",
+        type=_positive,
+        default=1,
+        help="grade each side's answers in this many parts, the sides taking turns (default 1)",
+    )
     bench.add_argument(
         "--workload",
         choices=[*WORKLOADS, "all"],

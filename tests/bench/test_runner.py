@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.bench.runner import WORKLOADS
+from reward_service.bench.runner import WORKLOADS, Run, rounds_of
 from reward_service.cli import build_parser
 
 
@@ -29,3 +29,31 @@ def test_plain_grader_gives_each_workloads_known_rewards(name: str) -> None:
     items = workload.items(7, 24)
     assert len(items) == 24
     assert [workload.plain(item) for item in items] == [item["expected"] for item in items]
+
+
+SPLITS = [(10, 3, [4, 3, 3]), (2, 5, [1, 1]), (4, 1, [4])]
+
+
+@pytest.mark.parametrize(("n", "rounds", "sizes"), SPLITS)
+def test_rounds_split_a_side_s_answers_in_order_and_evenly(
+    n: int, rounds: int, sizes: list[int]
+) -> None:
+    """`--rounds` parts are consecutive, differ by one answer at most, and none is empty."""
+    parts = rounds_of(list(range(n)), rounds)
+    assert [len(part) for part in parts] == sizes
+    assert [i for part in parts for i in part] == list(range(n))
+
+
+def test_a_side_s_rounds_add_up_to_one_measurement() -> None:
+    """Answers, seconds, wrong verdicts and latencies of the rounds are summed."""
+    total = Run(0, 0.0, 0) + Run(3, 1.5, 1, (0.1, 0.2, 0.3)) + Run(2, 0.5, 0, (0.4, 0.5))
+    assert total == Run(5, 2.0, 1, (0.1, 0.2, 0.3, 0.4, 0.5))
+    assert total.rate == 2.5
+
+
+def test_rounds_option_defaults_to_one_and_refuses_zero() -> None:
+    """`bench --rounds` is a positive count; one round is the plain side, then the service."""
+    assert build_parser().parse_args(["bench"]).rounds == 1
+    assert build_parser().parse_args(["bench", "--rounds", "4"]).rounds == 4
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "--rounds", "0"])
