@@ -1,19 +1,22 @@
 """The one error tree of reward-service.
 
     RewardServiceError
-     ├── ClientError            a request the client must change (4xx)
-     │    ├── BadRequest          400: body is not a JSON object, bad field, bad scorer option
-     │    ├── Unauthorized        401: missing or wrong API token
-     │    ├── UnknownScorer       404: no scorer of that name
-     │    ├── RequestTimeout      408: body not received within body_timeout_s
-     │    ├── ClientGone          499: the client hung up before its body arrived
-     │    └── PayloadTooLarge     413: body or batch over its cap
-     ├── Overloaded             503: queue or body-byte budget full, or draining; retry later
+     ├── ClientError            a request the client must change
+     │    ├── BadRequest          body is not a JSON object, bad field, bad scorer option
+     │    ├── Unauthorized        missing or wrong API token
+     │    ├── UnknownScorer       no scorer of that name
+     │    ├── RequestTimeout      body not received within body_timeout_s
+     │    ├── ClientGone          the client hung up before its body arrived
+     │    └── PayloadTooLarge     body or batch over its cap
+     ├── Overloaded             queue or body-byte budget full, or draining; retry later
      ├── ScorerLoadError        a scorer or plugin failed to load (start-up)
      ├── InvalidSetting         a setting names an unknown scorer, option or value (start-up)
      └── SandboxUnavailable     the code sandbox cannot start or lacks a required layer (start-up)
 
-`reward_service.server.app` is the only place that maps these to HTTP answers.
+The classes carry no HTTP status: `reward_service.server.error_status` maps
+each to its status code, the only place that does. The parts that run outside
+the server define their own subclasses of `RewardServiceError` beside their
+code (`subcommands.ConfigError`, `clients.http.RequestRejected`, ...).
 """
 
 from __future__ import annotations
@@ -24,28 +27,24 @@ from collections.abc import Sequence
 class RewardServiceError(Exception):
     """Base of every error reward-service raises on purpose."""
 
-    status_code = 500
-
 
 class ClientError(RewardServiceError):
     """The request itself is at fault."""
 
-    status_code = 400
-
 
 class BadRequest(ClientError):
-    status_code = 400
+    """The body, a field of it or a scorer option cannot be read."""
 
 
 class Unauthorized(ClientError):
-    status_code = 401
+    """The request lacks the API token, or carries another."""
 
     def __init__(self) -> None:
         super().__init__("unauthorized")
 
 
 class UnknownScorer(ClientError):
-    status_code = 404
+    """No scorer of that name; the message lists the known ones."""
 
     def __init__(self, name: str, known: Sequence[str]) -> None:
         super().__init__(f"unknown scorer {name!r}; known scorers: {', '.join(known)}")
@@ -56,23 +55,17 @@ class UnknownScorer(ClientError):
 class RequestTimeout(ClientError):
     """The body did not arrive in time; the connection is closed after the answer."""
 
-    status_code = 408
-
 
 class ClientGone(ClientError):
-    """The client closed its connection mid-body: nobody is left to answer (nginx's 499)."""
-
-    status_code = 499
+    """The client closed its connection mid-body: nobody is left to answer."""
 
 
 class PayloadTooLarge(ClientError):
-    status_code = 413
+    """The body, or the number of items in it, is over its cap."""
 
 
 class Overloaded(RewardServiceError):
     """Too much work queued (or shutting down): the client should retry later."""
-
-    status_code = 503
 
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)

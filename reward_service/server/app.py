@@ -1,6 +1,7 @@
 """The HTTP layer: validate, dispatch to the engine, map outcomes to HTTP.
 
-This is the only module that knows about status codes. Grading happens in
+An error's status comes from `reward_service.server.error_status`, the one
+mapping of the error tree to status codes. Grading happens in
 `reward_service.grading.engine`; nothing here imports a grader.
 """
 
@@ -36,6 +37,7 @@ from reward_service.grading.engine import Graded, ScoringEngine
 from reward_service.grading.sample import Sample
 from reward_service.scorers.base import JSON, NO_OPTIONS, Scorer
 from reward_service.server import openapi
+from reward_service.server.error_status import status_of
 from reward_service.server.json_body import read_json
 from reward_service.server.metrics import CONTENT_TYPE_LATEST, ServiceMetrics
 from reward_service.server.middleware import ServiceMiddleware
@@ -244,7 +246,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             headers["Retry-After"] = str(exc.retry_after_s)
         if isinstance(exc, RequestTimeout):
             headers["Connection"] = "close"  # the rest of the body may still be on its way
-        return _json({"error": str(exc)}, exc.status_code, headers)
+        return _json({"error": str(exc)}, status_of(exc), headers)
 
     def authorize(request: Request) -> None:
         """With an API token set, the request must carry it (header or `/t/<token>/`)."""
