@@ -18,12 +18,20 @@ Options (label-object keys, where SLIME reads sample metadata): `choices` (a
 list, or an object whose values are the choices), `valid_letters`,
 `correct_letter`, `correct_answer`, `answer_text`.
 
-Rewards are SLIME's, with two deliberate differences: where SLIME raises (a
-`choices` or `valid_letters` that is a number, a matched choice past the
-valid letters, an infinite or NaN index) the answer is `error`, and a label
-that designates nothing (no gold letter and no text, e.g. null or a list)
-is `error`; both get the service's fallback reward, 0.0 by default as in
-SLIME, and count as failures.
+Rewards are SLIME's, with three deliberate differences:
+
+- where SLIME raises (a `choices` or `valid_letters` that is a number, a
+  matched choice past the valid letters, an infinite or NaN index) the answer
+  is `error`;
+- a label that designates nothing (no gold letter and no text, e.g. null or a
+  list) is `error`; both get the service's fallback reward, 0.0 by default as
+  in SLIME, and count as failures;
+- a one-letter gold label is never matched as a raw substring: SLIME adds the
+  label to the texts it looks for and finds each anywhere in the normalised
+  response, so it rewards "no idea" when the gold is A or D (the `a` and the
+  `d` of `idea`). Here a letter label counts only against a predicted letter,
+  and the texts (the gold choice's, `correct_answer`, `answer_text`, a label
+  that is not a letter) match as whole words.
 """
 
 from __future__ import annotations

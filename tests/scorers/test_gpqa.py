@@ -47,7 +47,8 @@ def slime_letter(text: str, valid_letters: list[str]) -> str | None:
 
 
 def slime_reward(response: str, label: Any, metadata: dict[str, Any]) -> float:
-    """Test oracle: SLIME's `compute_gpqa_reward`, transcribed step by step from its description."""
+    """Test oracle: SLIME's `compute_gpqa_reward`, transcribed step by step from its description,
+    with the scorer's third difference: a letter label is no target, targets match whole words."""
     choices = metadata.get("choices")
     if isinstance(choices, dict):
         choices = list(choices.values())
@@ -215,6 +216,16 @@ def test_reward(
     """Each case gets SLIME's reward, with a status saying how it was reached."""
     result = SCORER.score("", response, label, options)
     assert (result.reward, result.status) == (reward, status)
+
+
+@pytest.mark.parametrize("gold", ["A", "D", "a"])
+@pytest.mark.parametrize("options", [{}, {"choices": FOUR}], ids=["no-choices", "choices"])
+def test_a_letter_label_is_never_found_as_a_substring(
+    gold: str, options: Mapping[str, JSON]
+) -> None:
+    """Third difference from SLIME, which rewards "no idea" for gold A or D (`a`, `d` of `idea`)."""
+    result = SCORER.score("", "no idea", gold, options)
+    assert (result.reward, result.status) == (0.0, Status.NO_ANSWER)
 
 
 def test_details_name_prediction_and_gold() -> None:
