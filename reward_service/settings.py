@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_service.cpus import available_cpus
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox.zygote_sandbox import parse_required_layers
+from reward_service.sandbox.zygote_client import parse_required_layers
 
 MiB = 1024 * 1024
 

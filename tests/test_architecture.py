@@ -55,13 +55,13 @@ PARTS: dict[str, tuple[str, ...]] = {
     # the SLIME launcher's library: config, URLs, preflight, launch, submit
     "launcher": ("reward_service.launcher",),
     # the `slime` command
-    "slime_command": ("reward_service.launcher.commands", "reward_service.launcher.__main__"),
+    "slime_command": ("reward_service.launcher.slime_command", "reward_service.launcher.__main__"),
     # the dashboard side of Ray Serve, over HTTP: what the launcher uses from a training job
     "rayserve": ("reward_service.rayserve",),
     # the Serve replica: the only module that imports Ray's Serve and wraps the app
     "ray_replica": ("reward_service.rayserve.deployment",),
     # the `ray` command and its bench (`ray bench`)
-    "ray_command": ("reward_service.rayserve.ray_cli", "reward_service.rayserve.throughput"),
+    "ray_command": ("reward_service.rayserve.ray_command", "reward_service.rayserve.throughput"),
     # `reward-service bench`: drives the service as a client, grades the plain side itself
     "bench": ("reward_service.bench",),
     # `reward-service`: the only part that names every command
@@ -285,8 +285,8 @@ def test_the_checker_fails_on_planted_upward_imports(tmp_path: Path) -> None:
             "bench/runner.py": "from reward_service.testing import live_server\n",
             "launcher/__init__.py": "from reward_service.rayserve import spec\n",
             "rayserve/__init__.py": "",
-            "rayserve/spec.py": "from reward_service.launcher import commands\n",
-            "launcher/commands.py": "from reward_service.rayserve.spec import spec_from_args\n",
+            "rayserve/spec.py": "from reward_service.launcher import slime_command\n",
+            "launcher/slime_command.py": "from reward_service.rayserve import spec\n",
             "newpart.py": "",
         },
     )
@@ -294,8 +294,8 @@ def test_the_checker_fails_on_planted_upward_imports(tmp_path: Path) -> None:
         "reward_service.bench.runner (bench) imports reward_service.testing (testing)",
         "reward_service.launcher (launcher) imports reward_service.rayserve.spec (rayserve)",
         "reward_service.newpart is in no part: add it to PARTS",
-        "reward_service.rayserve.spec (rayserve) imports reward_service.launcher.commands "
-        "(slime_command)",
+        "reward_service.rayserve.spec (rayserve) imports "
+        "reward_service.launcher.slime_command (slime_command)",
         "reward_service.sandbox (sandbox) imports httpx (third-party)",
         "reward_service.scorers.upward (scorers) imports reward_service.server (server)",
         "reward_service.scorers.upward (scorers) imports reward_service.server.app (server)",

@@ -31,7 +31,7 @@ from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
-from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
+from reward_service.sandbox.zygote_client import ZygoteSandbox
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
 from reward_service.scorers.base import JSON, NO_OPTIONS, ScoringInput
 from reward_service.scorers.code.judge import CodeScorer

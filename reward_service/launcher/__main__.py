@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reward_service.launcher.commands import register
+from reward_service.launcher.slime_command import register
 
 
 def main(argv: list[str] | None = None) -> None:

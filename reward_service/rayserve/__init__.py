@@ -4,7 +4,7 @@
     placement   which nodes may hold a replica; `PlacementError` when none may
     cluster     deploy, status, delete through the Ray dashboard's REST API
     deployment  the replica: the service's ASGI app, health check, sizing (runs on the cluster)
-    ray_cli     the `reward-service ray ...` commands
+    ray_command the `reward-service ray ...` commands
     throughput  Serve against plain `reward-service serve`, same cores, one run
 
 Only `deployment` imports Ray or the HTTP app; the rest speaks HTTP to the

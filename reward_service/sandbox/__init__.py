@@ -5,7 +5,7 @@ A program never runs inside a grading worker or the server and shares no
 pipe, pickle stream or shared memory with them: its output comes back as
 bytes and is parsed as data.
 
-`zygote_sandbox.ZygoteSandbox` is the implementation a worker holds. The
+`zygote_client.ZygoteSandbox` is the implementation a worker holds. The
 zygote process it starts imports only the stdlib and these modules:
 `zygote` (fork, supervise, answer), `confine` (what a run does to itself),
 `runners` (how a run becomes the program), `seccomp`, `landlock`,

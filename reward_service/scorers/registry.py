@@ -31,7 +31,7 @@ BUILTINS: dict[str, str] = {
     "f1": "reward_service.scorers.f1:F1Scorer",
     "choice": "reward_service.scorers.choice:ChoiceScorer",
     "gpqa": "reward_service.scorers.gpqa:GpqaScorer",
-    "random": "reward_service.scorers.coin:RandomScorer",
+    "random": "reward_service.scorers.random_reward:RandomScorer",
     "code": "reward_service.scorers.code.judge:CodeScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""

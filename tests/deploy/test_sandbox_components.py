@@ -160,7 +160,7 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
     required = json.loads(rendered.config["REWARD_CODE_REQUIRED_LAYERS"])
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from reward_service.sandbox.zygote_sandbox import ZygoteSandbox\n"
+        "from reward_service.sandbox.zygote_client import ZygoteSandbox\n"
         f"with ZygoteSandbox(required_layers={required!r}) as box:\n"
         "    print(' '.join(box.layers))\n"
     )

@@ -12,7 +12,7 @@ from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
 from reward_service.grading.engine import ScoringEngine, _warm_code_sandbox
 from reward_service.grading.sample import Sample
 from reward_service.sandbox import Sandbox
-from reward_service.sandbox.zygote_sandbox import ZYGOTE
+from reward_service.sandbox.zygote_client import ZYGOTE
 from reward_service.scorers import GradingLimits, ScorerRegistry
 from reward_service.settings import Settings
 from reward_service.testing import _children, live_server

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from reward_service.launcher.commands import launcher_script
+from reward_service.launcher.slime_command import launcher_script
 from tests.rayserve.local_cluster import PORT_OPTIONS, port
 
 pytestmark = pytest.mark.slow

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.sandbox import Limits, Outcome, Program
-from reward_service.sandbox.zygote_sandbox import ZYGOTE, ZygoteSandbox
+from reward_service.sandbox.zygote_client import ZYGOTE, ZygoteSandbox
 
 HONEST = """\
 import sys, threading

@@ -354,7 +354,7 @@ def main() -> int:
     parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
-    from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
+    from reward_service.sandbox.zygote_client import ZygoteSandbox
 
     sandbox = ZygoteSandbox(scratch_mb=SCRATCH_MB)
     harness = Harness(sandbox, args.results)

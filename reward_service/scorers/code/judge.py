@@ -41,7 +41,7 @@ def default_sandbox(limits: GradingLimits) -> Sandbox:
 
     Raises `SandboxUnavailable` when it cannot start or lacks a required layer.
     """
-    from reward_service.sandbox.zygote_sandbox import ZygoteSandbox
+    from reward_service.sandbox.zygote_client import ZygoteSandbox
 
     return ZygoteSandbox(limits.code_scratch_mb, limits.code_required_layers)
 

@@ -1,4 +1,4 @@
-"""The `Sandbox` a grading worker holds: one zygote process, spoken to in frames.
+"""The worker's side of the sandbox: the `Sandbox` a grading worker holds, one zygote.
 
 The zygote (`zygote.py`) is a fresh interpreter with an empty environment;
 it forks a confined process per run, so a test costs a fork rather than an

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import LAYERS, Kind, Limits, Outcome, Program, zygote_sandbox
+from reward_service.sandbox import LAYERS, Kind, Limits, Outcome, Program, zygote_client
 from reward_service.sandbox.runners import ONE_THREAD
-from reward_service.sandbox.zygote_sandbox import ZYGOTE, ZygoteSandbox, probe_layers
+from reward_service.sandbox.zygote_client import ZYGOTE, ZygoteSandbox, probe_layers
 
 LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
 SHORT = Limits(time_s=0.5, memory_mb=256, output_bytes=1 << 20)
@@ -332,7 +332,7 @@ def test_limits_above_the_worker_s_own_are_clamped_not_refused() -> None:
         "import resource\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
         "from reward_service.sandbox import Limits, Program\n"
-        "from reward_service.sandbox.zygote_sandbox import ZygoteSandbox\n"
+        "from reward_service.sandbox.zygote_client import ZygoteSandbox\n"
         "with ZygoteSandbox() as sandbox:\n"
         "    source = 'import resource; print(resource.getrlimit(resource.RLIMIT_AS)[1] >> 20)'\n"
         "    (o,) = sandbox.run(Program('python', source), [b''], Limits(2.0, 4096, 1000), 30)\n"
@@ -408,7 +408,7 @@ def test_a_failure_mid_answer_gives_the_next_answer_a_fresh_zygote(
     tag = '"scratch_mb": 41'
     with ZygoteSandbox(scratch_mb=41) as sandbox:
         (before,) = zygote_processes(tag)[:1]
-        real = getattr(zygote_sandbox, where)
+        real = getattr(zygote_client, where)
         calls = 0
 
         def failing(*args: Any) -> Any:
@@ -418,7 +418,7 @@ def test_a_failure_mid_answer_gives_the_next_answer_a_fresh_zygote(
                 raise MemoryError
             return real(*args)
 
-        monkeypatch.setattr(zygote_sandbox, where, failing)
+        monkeypatch.setattr(zygote_client, where, failing)
         first = Program("python", "print('first', input())")
         stdins = [b"1\n", b"2\n", b"3\n", b"4\n"]
         with pytest.raises(MemoryError):
