@@ -50,3 +50,10 @@ def configure(level: str) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    for name in QUIET_CLIENTS:
+        logging.getLogger(name).setLevel(max(root.level, logging.WARNING))
+
+
+QUIET_CLIENTS = ("httpx", "httpcore")
+"""HTTP clients that log every request at INFO: a judge scorer's thousands of calls would
+flood the log (and cost the event loop a line each); their warnings still show."""

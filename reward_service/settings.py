@@ -1,19 +1,23 @@
 """The one settings object: every knob, typed, from `REWARD_*` variables.
 
 Nothing else in the package reads the environment. `Settings()` validates
-at start-up, so a bad value stops the service before it takes traffic.
+at start-up, so a bad value stops the service before it takes traffic; each
+scorer's own settings (`REWARD_<SCORER>__<FIELD>`, declared by the scorer)
+are read through `Settings.scorer_settings` and validated at start-up too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import os
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from reward_service.cpus import available_cpus
-from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox.zygote_client import parse_required_layers
+from reward_service.errors import InvalidSetting
+
+S = TypeVar("S", bound=BaseSettings)
 
 MiB = 1024 * 1024
 
@@ -109,48 +113,10 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Lowest level of the JSON log lines written to stderr."
     )
-    code_time_limit_s: float = Field(
-        2.0, gt=0, description="code scorer: seconds per test (wall, CPU) if the label sets none."
-    )
-    code_max_time_limit_s: float = Field(
-        10.0, gt=0, description="code scorer: cap on a label's time_limit_s."
-    )
-    code_memory_mb: int = Field(
-        256, ge=16, description="code scorer: address space per test unless the label sets it."
-    )
-    code_max_memory_mb: int = Field(
-        1024, ge=16, description="code scorer: cap on a label's memory_mb (below worker_memory_mb)."
-    )
-    code_output_bytes: int = Field(
-        1 * MiB, ge=1024, description="code scorer: stdout kept per test; past it, output_limit."
-    )
-    code_max_output_bytes: int = Field(
-        8 * MiB, ge=1024, description="code scorer: cap on a label's output_bytes."
-    )
-    code_scratch_mb: int = Field(
-        64, ge=1, description="code scorer: MiB of a run's scratch directory, where boundable."
-    )
-    code_required_layers: frozenset[str] = Field(
-        default_factory=frozenset,
-        description="code scorer: sandbox layers that must be active or start-up fails, JSON "
-        '["seccomp", "landlock|uid"]: each item a layer or alternatives a|b, one of which must '
-        "be active; the always-on layers are always active.",
-    )
-    reward_model_name: str = Field(
-        "OpenAssistant/reward-model-deberta-v3-large-v2",
-        description="reward_model scorer: a local directory or a model already in the HF cache.",
-    )
-    reward_model_max_length: int = Field(
-        512, ge=16, description="reward_model scorer: tokens per answer; the start is cut first."
-    )
-    reward_model_threads: int = Field(
-        1, ge=1, description="reward_model scorer: torch threads per grading process."
-    )
-    reward_model_batch_size: int = Field(
-        4,
-        ge=1,
-        le=4,
-        description="reward_model scorer: answers per forward pass (the engine sends 4 at most).",
+    scorers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Scorers\' own settings, JSON {"code": {"time_limit_s": 1}}; each field f '
+        "of scorer s is also REWARD_<S>__<F> (this wins over it).",
     )
 
     @model_validator(mode="after")
@@ -196,28 +162,29 @@ class Settings(BaseSettings):
             )
         return self
 
-    @field_validator("code_required_layers")
-    @classmethod
-    def _required_layers_are_known(cls, required: frozenset[str]) -> frozenset[str]:
-        try:
-            return parse_required_layers(required)
-        except SandboxUnavailable as e:
-            raise ValueError(f"REWARD_CODE_REQUIRED_LAYERS: {e}") from None
-
-    @model_validator(mode="after")
-    def _code_limits_fit(self) -> Settings:
-        if self.code_time_limit_s > self.code_max_time_limit_s:
-            raise ValueError("code_time_limit_s must not exceed code_max_time_limit_s")
-        if self.code_output_bytes > self.code_max_output_bytes:
-            raise ValueError("code_output_bytes must not exceed code_max_output_bytes")
-        if self.code_memory_mb > self.code_max_memory_mb:
-            raise ValueError("code_memory_mb must not exceed code_max_memory_mb")
-        if self.code_max_memory_mb >= self.worker_memory_mb:
-            raise ValueError(
-                f"code_max_memory_mb ({self.code_max_memory_mb}) must be below worker_memory_mb "
-                f"({self.worker_memory_mb}): a run inherits its worker's address-space cap"
+    def scorer_settings(self, name: str, model: type[S]) -> S:
+        """Scorer `name`'s own settings: `REWARD_<NAME>__<FIELD>` from the environment, then
+        `scorers[name]`; raises `InvalidSetting` for a value it refuses or a name it lacks."""
+        prefix = f"{self.model_config.get('env_prefix', '')}{name.upper()}__"
+        given = {k.upper() for k in os.environ if k.upper().startswith(prefix)}
+        unknown = sorted(given - {prefix + f.upper() for f in model.model_fields})
+        unknown += [
+            f"scorers.{name}.{key}"
+            for key in self.scorers.get(name, {})
+            if key not in model.model_fields
+        ]
+        if unknown:
+            known = ", ".join(sorted(model.model_fields))
+            raise InvalidSetting(
+                f"scorer {name!r} has no setting {unknown[0]}; its settings: {known}"
             )
-        return self
+        try:
+            return model(_env_prefix=prefix, **self.scorers.get(name, {}))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{prefix}{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+            )
+            raise InvalidSetting(f"scorer {name!r} settings: {problems}") from None
 
     def deadline_for(self, scorer: str, default: float | None = None) -> float:
         """The hard deadline of one grading with `scorer` (`boxed_<type>`: that of `<type>`).

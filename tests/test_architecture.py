@@ -74,12 +74,12 @@ WEB = ("fastapi", "starlette", "uvicorn")
 
 MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # part: ((parts it may import), (third-party packages it may import))
-    "floor": ((), ("orjson",)),
-    "settings": (("floor", "sandbox"), ("pydantic", "pydantic_settings")),
+    "floor": ((), ("orjson", "pydantic", "pydantic_settings")),  # scorers.base: ScorerSettings
+    "settings": (("floor",), ("pydantic", "pydantic_settings")),
     "sandbox": (("floor",), ()),
     "scorers": (
         ("floor", "sandbox"),
-        ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers"),
+        ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers", "pydantic"),
     ),
     "sample": (("floor",), ()),
     "grading": (("floor", "settings", "sandbox", "scorers", "sample"), ()),

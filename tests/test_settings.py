@@ -8,6 +8,8 @@ import pydantic
 import pytest
 
 from reward_service.cpus import available_cpus
+from reward_service.errors import InvalidSetting
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.settings import Settings
 
 
@@ -162,33 +164,45 @@ def test_a_scorers_own_deadline_applies_unless_a_setting_names_it() -> None:
     assert settings.deadline_for("exact") == settings.deadline_s
 
 
+def _code(**fields: object) -> CodeSettings:
+    return Settings(scorers={"code": fields}).scorer_settings("code", CodeSettings)
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"code_time_limit_s": 20.0}, "code_time_limit_s"),
-        ({"code_memory_mb": 2048, "code_max_memory_mb": 1024}, "code_memory_mb"),
-        ({"code_max_memory_mb": 1536}, "worker_memory_mb"),
+        ({"time_limit_s": 20.0}, "time_limit_s must not exceed max_time_limit_s"),
+        ({"memory_mb": 2048, "max_memory_mb": 1024}, "memory_mb must not exceed max_memory_mb"),
+        ({"output_bytes": 1 << 24}, "output_bytes must not exceed max_output_bytes"),
     ],
 )
 def test_code_limits_must_fit_their_caps(fields: dict[str, object], message: str) -> None:
-    """A code default above its cap, or a run cap at or over the worker's, stops start-up."""
-    with pytest.raises(pydantic.ValidationError, match=message):
-        Settings(**fields)  # type: ignore[arg-type]
+    """A code default above its cap stops start-up."""
+    with pytest.raises(InvalidSetting, match=message):
+        _code(**fields)
+
+
+def test_a_scorers_settings_come_from_its_own_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`REWARD_CODE__TIME_LIMIT_S` sets the code scorer's field; `scorers` in the settings wins."""
+    monkeypatch.setenv("REWARD_CODE__TIME_LIMIT_S", "1.5")
+    assert _code().time_limit_s == 1.5
+    assert _code(time_limit_s=0.5).time_limit_s == 0.5
+    assert CodeSettings.model_validate({}).time_limit_s == 2.0
 
 
 def test_required_sandbox_layers_are_read_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`REWARD_CODE_REQUIRED_LAYERS` is a JSON list; unset, no layer beyond the always-on ones."""
-    assert Settings().code_required_layers == frozenset()
-    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["seccomp", "landlock"]')
-    assert Settings().code_required_layers == {"seccomp", "landlock"}
+    """`REWARD_CODE__REQUIRED_LAYERS` is a JSON list; unset, no layer beyond the always-on ones."""
+    assert _code().required_layers == frozenset()
+    monkeypatch.setenv("REWARD_CODE__REQUIRED_LAYERS", '["seccomp", "landlock"]')
+    assert _code().required_layers == {"seccomp", "landlock"}
 
 
 def test_required_sandbox_layers_take_alternatives(monkeypatch: pytest.MonkeyPatch) -> None:
     """An item `a|b` is one requirement met by either layer; it is read in a normal form."""
-    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["seccomp", " uid | landlock "]')
-    assert Settings().code_required_layers == {"seccomp", "landlock|uid"}
-    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", '["landlock|uid", "uid|landlock"]')
-    assert Settings().code_required_layers == {"landlock|uid"}
+    monkeypatch.setenv("REWARD_CODE__REQUIRED_LAYERS", '["seccomp", " uid | landlock "]')
+    assert _code().required_layers == {"seccomp", "landlock|uid"}
+    monkeypatch.setenv("REWARD_CODE__REQUIRED_LAYERS", '["landlock|uid", "uid|landlock"]')
+    assert _code().required_layers == {"landlock|uid"}
 
 
 @pytest.mark.parametrize(
@@ -203,8 +217,8 @@ def test_unknown_required_sandbox_layers_stop_start_up(
     monkeypatch: pytest.MonkeyPatch, value: str, unknown: str
 ) -> None:
     """A name that is no sandbox layer, alone or among alternatives, fails validation."""
-    monkeypatch.setenv("REWARD_CODE_REQUIRED_LAYERS", value)
-    with pytest.raises(pydantic.ValidationError, match="REWARD_CODE_REQUIRED_LAYERS") as error:
-        Settings()
+    monkeypatch.setenv("REWARD_CODE__REQUIRED_LAYERS", value)
+    with pytest.raises(InvalidSetting, match="REWARD_CODE__REQUIRED_LAYERS") as error:
+        _code()
     assert f"unknown sandbox layers [{unknown}]" in str(error.value)
     assert "known: process, rlimits, uid, seccomp, landlock" in str(error.value)

@@ -27,21 +27,23 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
+from reward_service.errors import InvalidSetting, Overloaded
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
-from reward_service.sandbox.zygote_client import ZygoteSandbox
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
-from reward_service.scorers.base import JSON, NO_OPTIONS, ScoringInput
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.base import (
+    JSON,
+    NO_OPTIONS,
+    AsyncScorer,
+    Scorer,
+    ScorerSettings,
+    ScoringInput,
+    StartupCheck,
+)
 from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.grading.engine")
-
-CODE_SCORER = "code"
-_CODE_MARGIN_S = 1.0
-"""Seconds between the code scorer's own budget and its hard deadline."""
 
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
@@ -50,38 +52,29 @@ _MAX_NAME_ECHO = 64
 _registry: ScorerRegistry | None = None
 
 
-def _worker_init(limits: GradingLimits, extra: dict[str, str], memory_mb: int) -> None:
-    """Runs once in each worker: cap its memory, build and warm the scorers."""
+def _worker_init(
+    limits: GradingLimits,
+    extra: dict[str, str],
+    memory_mb: int,
+    settings: dict[str, ScorerSettings],
+) -> None:
+    """Runs once in each worker: cap its memory, build the CPU-bound scorers, open them."""
     global _registry
     cap = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    _registry = ScorerRegistry.discover(limits, extra)
-    _registry.load_all()
-    _warm_code_sandbox(_registry)
-
-
-def _warm_code_sandbox(registry: ScorerRegistry) -> None:
-    """Start the code scorer's zygote now, with the worker, not at its first answer.
-
-    A sandbox that cannot start leaves the worker serving the other scorers (the
-    engine's start-up check has logged why); the code scorer tries again per answer.
-    """
-    if CODE_SCORER not in registry:
-        return
-    scorer = registry.get(CODE_SCORER)
-    if not isinstance(scorer, CodeScorer):
-        return
-    try:
-        scorer.sandbox  # noqa: B018  (starts it)
-    except Exception as exc:  # SandboxUnavailable, or OSError from the zygote's spawn
-        log.warning("code sandbox did not start with the worker: %s", exc)
+    _registry = ScorerRegistry.discover(limits, extra, settings)
+    for scorer in _registry.build(Scorer):
+        assert isinstance(scorer, Scorer)
+        scorer.open()
 
 
 def _grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
     """Runs in a worker: grade items with one scorer, every failure a status."""
     assert _registry is not None, "worker not initialised"
     try:
-        scores = _registry.get(scorer).score_many(items)
+        graded = _registry.get(scorer)
+        assert isinstance(graded, Scorer)
+        scores = graded.score_many(items)
     except MemoryError:
         return [Score.error("worker memory cap reached")] * len(items)
     except Exception as exc:  # a scorer bug must cost its answers, not the worker
@@ -131,28 +124,15 @@ class ScoringEngine:
         self.limits = GradingLimits(
             timeout_s=settings.grader_timeout_s,
             cache_size=settings.gold_cache_size,
-            reward_model_name=settings.reward_model_name,
-            reward_model_max_length=settings.reward_model_max_length,
-            reward_model_threads=settings.reward_model_threads,
-            reward_model_batch_size=settings.reward_model_batch_size,
-            code_time_limit_s=settings.code_time_limit_s,
-            code_max_time_limit_s=settings.code_max_time_limit_s,
-            code_memory_mb=settings.code_memory_mb,
-            code_max_memory_mb=settings.code_max_memory_mb,
-            code_output_bytes=settings.code_output_bytes,
-            code_max_output_bytes=settings.code_max_output_bytes,
-            code_scratch_mb=settings.code_scratch_mb,
-            code_required_layers=settings.code_required_layers,
+            worker_memory_mb=settings.worker_memory_mb,
         )
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
-        if CODE_SCORER in self.registry:
-            # workers build their scorers from these limits: the code scorer stops
-            # running tests before the engine would kill its worker
-            budget = max(1.0, self.deadline_for(CODE_SCORER) - _CODE_MARGIN_S)
-            self.limits = replace(self.limits, code_budget_s=budget)
-        self.sandbox_layers = self._check_sandbox()
         self._check_scorer_options()
+        self.checks: dict[str, StartupCheck] = {}
+        """Each scorer's start-up check that ran, by name (`GET /scorers`)."""
         self._pool: WorkerPool | None = None
+        self._opened: list[AsyncScorer] = []
+        self._bounds: dict[str, asyncio.Semaphore] = {}
         self._draining = False
         self.in_flight = 0
 
@@ -166,23 +146,65 @@ class ScoringEngine:
         return self._pool
 
     async def start(self) -> None:
-        """Start the workers and wait until each has loaded its scorers."""
+        """Read every scorer's settings, run its start-up check, start the workers (each
+        opens its CPU-bound scorers) and open the I/O-bound ones.
+
+        Raises `InvalidSetting` for a scorer setting it refuses, and whatever a
+        required start-up check raises (`SandboxUnavailable`): start-up stops.
+        """
         self.registry.require(self.settings.default_scorer)
-        for name in self.registry.names():
-            self.registry.scorer_class(name)
+        scorer_settings = self._scorer_settings()
+        deadlines = {name: self.deadline_for(name) for name in self.registry.names()}
+        self.limits = replace(self.limits, deadlines=deadlines)
+        self.registry = self.registry.with_limits(self.limits).with_settings(scorer_settings)
+        self._run_checks(scorer_settings)
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
         pool = WorkerPool(
             size=self.settings.workers,
             initializer=_worker_init,
-            initargs=(self.limits, self.settings.extra_scorers, self.settings.worker_memory_mb),
+            initargs=(
+                self.limits,
+                self.settings.extra_scorers,
+                self.settings.worker_memory_mb,
+                scorer_settings,
+            ),
             max_tasks=self.settings.worker_max_tasks,
             context=context,
             on_restart=self._on_restart,
         )
         await pool.start()
         self._pool = pool
+        for scorer in self.registry.build(AsyncScorer):
+            assert isinstance(scorer, AsyncScorer)
+            await scorer.open()
+            self._opened.append(scorer)
+            self._bounds[scorer.name] = asyncio.Semaphore(scorer.concurrency)
         log.info("grading pool ready", extra={"workers": self.settings.workers})
+
+    def _scorer_settings(self) -> dict[str, ScorerSettings]:
+        """Each scorer's own settings, read and validated (`InvalidSetting` if refused)."""
+        found = {}
+        for name in self.registry.targets():
+            model = self.registry.scorer_class(name).settings_model
+            if model is not None:
+                found[name] = self.settings.scorer_settings(name, model)
+        return found
+
+    def _run_checks(self, scorer_settings: Mapping[str, ScorerSettings]) -> None:
+        """Each scorer's start-up check, logged; a required one that fails raises."""
+        for name in self.registry.targets():
+            check = self.registry.scorer_class(name).startup_check(
+                scorer_settings.get(name), self.limits
+            )
+            if check is None:
+                continue
+            self.checks[name] = check
+            extra = {"scorer": name, "check": check.report()}
+            if check.ok:
+                log.info("%s start-up check: %s", name, check.summary, extra=extra)
+            else:
+                log.error("%s start-up check failed: %s", name, check.summary, extra=extra)
 
     def _check_scorer_options(self) -> None:
         """Stop start-up when `scorer_options` names an unknown scorer, option or value."""
@@ -192,9 +214,9 @@ class ScoringEngine:
                 raise InvalidSetting(
                     f"REWARD_SCORER_OPTIONS names unknown scorer {name!r}; known scorers: {known}"
                 )
-            scorer = self.registry.scorer_class(name)
+            cls = self.registry.scorer_class(name)
             for option, value in options.items():
-                problem = scorer.option_problem(option, value)
+                problem = cls.option_problem(option, value)
                 if problem is not None:
                     raise InvalidSetting(f"REWARD_SCORER_OPTIONS: {problem}")
 
@@ -203,38 +225,23 @@ class ScoringEngine:
         own = self.registry.scorer_class(name).deadline_s if name in self.registry else None
         return self.settings.deadline_for(name, own)
 
-    def _check_sandbox(self) -> tuple[str, ...]:
-        """The code sandbox's active layers, learnt once here; () without a code scorer.
-
-        Raises `SandboxUnavailable` when `code_required_layers` are set and not
-        all active, so start-up fails before any traffic. With none required, a
-        sandbox that cannot start is logged and leaves the other scorers serving;
-        the code scorer then grades every answer `error`.
-        """
-        if CODE_SCORER not in self.registry:
-            return ()
-        required = self.limits.code_required_layers
-        try:
-            with ZygoteSandbox(self.limits.code_scratch_mb, required) as box:
-                layers = tuple(box.layers)
-        except SandboxUnavailable as exc:
-            if required:
-                raise
-            log.error("code sandbox unavailable; code answers grade as errors: %s", exc)
-            return ()
-        log.info("code sandbox layers: %s", ", ".join(layers), extra={"sandbox_layers": layers})
-        return layers
-
     def drain(self) -> None:
         """Stop reporting ready; work already accepted still completes."""
         self._draining = True
 
     async def close(self) -> None:
-        """Stop the workers once their current gradings finish."""
+        """Stop the workers once their current gradings finish, then close the I/O-bound
+        scorers."""
         self._draining = True
         pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+        opened, self._opened = self._opened, []
+        for scorer in opened:
+            try:
+                await scorer.close()
+            except Exception:  # one scorer's failed close must not keep the others open
+                log.exception("scorer close failed", extra={"scorer": scorer.name})
 
     async def grade(
         self, sample: Sample, scorer: str | None = None, options: Mapping[str, JSON] = NO_OPTIONS
@@ -305,7 +312,7 @@ class ScoringEngine:
         chunks = [
             (name, indexes[i : i + size])
             for name, indexes in pending.items()
-            for size in [self.registry.scorer_class(name).batch_size]
+            for size in [self._chunk_size(name, len(indexes))]
             for i in range(0, len(indexes), size)
         ]
         results = await asyncio.gather(
@@ -327,6 +334,12 @@ class ScoringEngine:
         for item in graded:
             self._on_graded(item)
         return graded
+
+    def _chunk_size(self, name: str, count: int) -> int:
+        """Answers per task: the scorer's batch size in a worker; all of them on the event
+        loop, where each still has its own deadline."""
+        cls = self.registry.scorer_class(name)
+        return count if issubclass(cls, AsyncScorer) else cls.batch_size
 
     def _with_fallback(self, score: Score) -> Score:
         if score.status in (Status.TIMEOUT, Status.ERROR):
@@ -353,6 +366,8 @@ class ScoringEngine:
         """Grade samples of one scorer in one worker task, under one deadline."""
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
+        if issubclass(self.registry.scorer_class(name), AsyncScorer):
+            return await self._run_async(name, samples)
         items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
         deadline_s = self.deadline_for(name)
         self.in_flight += len(samples)
@@ -389,6 +404,37 @@ class ScoringEngine:
             },
         )
         return [failure] * len(samples)
+
+    async def _run_async(self, name: str, samples: list[Sample]) -> list[Score]:
+        """Grade samples of an I/O-bound scorer on the event loop, each under its deadline
+        and within the scorer's concurrency bound (`boxed_<name>` shares `<name>`'s)."""
+        scorer = self.registry.get(name)
+        assert isinstance(scorer, AsyncScorer)
+        bound = self._bounds[self.registry.base_of(name)]
+        deadline_s = self.deadline_for(name)
+
+        async def one(sample: Sample) -> Score:
+            async with bound:
+                return await scorer.score(
+                    sample.prompt, sample.response, sample.label, dict(sample.options)
+                )
+
+        async def timed(sample: Sample) -> Score:
+            try:
+                return await asyncio.wait_for(one(sample), deadline_s)
+            except TimeoutError:
+                return Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+            except Exception as exc:  # a scorer bug costs its answer, never the service
+                log.warning(
+                    "async scorer raised", extra={"scorer": name, "error": type(exc).__name__}
+                )
+                return Score.error(f"scorer raised {type(exc).__name__}")
+
+        self.in_flight += len(samples)
+        try:
+            return list(await asyncio.gather(*(timed(sample) for sample in samples)))
+        finally:
+            self.in_flight -= len(samples)
 
 
 def _with_options(sample: Sample, options: Mapping[str, JSON]) -> Sample:

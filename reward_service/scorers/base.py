@@ -1,7 +1,12 @@
-"""The scorer interface: pure, synchronous grading with no web or process code.
+"""The scorer contract: pure grading with no web or process code.
 
 A scorer turns one answer into a `Score`. It never raises for an answer it
-cannot read: that is a status (`no_answer`, `error`), not an exception.
+cannot read: that is a status (`no_answer`, `error`), not an exception. Two
+kinds, chosen by the base class: `Scorer` (CPU-bound, synchronous, in grading
+workers) and `AsyncScorer` (I/O-bound, a coroutine on the event loop with
+its own concurrency bound). Both declare what `ScorerBase` holds: options,
+deadline, batch size, settings of their own (`ScorerSettings`), a start-up
+check (`StartupCheck`), and resources they open and close.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 JSON = Any
 """Any value `json.loads` can return: labels and prompts arrive as-is."""
@@ -65,47 +72,53 @@ class Score:
 
 @dataclass(frozen=True)
 class GradingLimits:
-    """The service's limits that a scorer may honour."""
+    """The service's limits that every scorer may honour."""
 
     timeout_s: int = 3
     """Whole seconds for a scorer's own timeouts (math_verify's signal.alarm)."""
     cache_size: int = 4096
     """Entries a scorer may keep in each of its caches."""
-    reward_model_name: str = "OpenAssistant/reward-model-deberta-v3-large-v2"
-    """The `reward_model` scorer's model: a local directory or a Hugging Face name."""
-    reward_model_max_length: int = 512
-    """Tokens the `reward_model` scorer feeds the model per answer."""
-    reward_model_threads: int = 1
-    """Torch threads of a worker that grades with `reward_model`."""
-    reward_model_batch_size: int = 4
-    """Answers per forward pass of the `reward_model` scorer."""
-    code_time_limit_s: float = 2.0
-    """`code` scorer: seconds per test (wall and CPU) when the label sets none."""
-    code_max_time_limit_s: float = 10.0
-    """`code` scorer: the most a label's `time_limit_s` may ask."""
-    code_memory_mb: int = 256
-    """`code` scorer: address space per test in MiB when the label sets none."""
-    code_max_memory_mb: int = 1024
-    """`code` scorer: the most a label's `memory_mb` may ask."""
-    code_output_bytes: int = 1024 * 1024
-    """`code` scorer: standard output kept per test; past it the test fails `output_limit`."""
-    code_max_output_bytes: int = 8 * 1024 * 1024
-    """`code` scorer: the most a label's `output_bytes` may ask."""
-    code_scratch_mb: int = 64
-    """`code` scorer: size of a run's scratch directory, where the platform can bound it."""
-    code_required_layers: frozenset[str] = frozenset()
-    """`code` scorer: sandbox layers that must be active, or building the scorer fails; an
-    item `a|b` is met when any one of its layers is active."""
-    code_budget_s: float = 29.0
-    """`code` scorer: seconds one answer's tests may take in all, inside its hard deadline."""
+    worker_memory_mb: int = 2048
+    """A grading worker's address-space cap (what its scorers and their children share)."""
+    deadlines: Mapping[str, float] = field(default_factory=dict)
+    """Each scorer's hard deadline in seconds, by name (the engine's, from the settings)."""
+
+    def deadline_for(self, name: str, default: float = 10.0) -> float:
+        return self.deadlines.get(name, default)
 
 
-class Scorer(abc.ABC):
-    """Grades one answer against its gold label.
+class ScorerSettings(BaseSettings):
+    """A scorer's own settings: each field `f` of scorer `name` is `REWARD_<NAME>__<F>`.
 
-    Subclasses set `name` and implement `score`. Instances are created once
-    per worker process, so expensive set-up belongs in `__init__`, and
-    `score` must be safe to call many times.
+    A scorer declares a subclass as `settings_model`; the service's `Settings`
+    reads it (`Settings.scorer_settings`) and validates it at start-up with the
+    rest, so each field has one default, here.
+    """
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class StartupCheck:
+    """What a scorer's start-up check found, for the start-up log and `GET /scorers`."""
+
+    ok: bool
+    summary: str
+    """One line: what was checked and found (or why it failed)."""
+    required: bool = False
+    """A failed required check stops start-up; an optional one leaves the scorer grading
+    `error` while the others serve."""
+    details: Mapping[str, JSON] = field(default_factory=dict)
+
+    def report(self) -> dict[str, JSON]:
+        return {"ok": self.ok, "required": self.required, "summary": self.summary, **self.details}
+
+
+class ScorerBase(abc.ABC):
+    """What every scorer declares, whichever kind: CPU-bound `Scorer`, I/O-bound `AsyncScorer`.
+
+    The engine knows scorers only through these: their name, options, batch
+    size, deadline, settings model, start-up check and screen.
     """
 
     name: ClassVar[str]
@@ -127,8 +140,27 @@ class Scorer(abc.ABC):
     the scoring URL's query string and the deployment's settings; a URL or
     setting naming an option or value not listed here is refused."""
 
-    def __init__(self, limits: GradingLimits | None = None) -> None:
+    settings_model: ClassVar[type[ScorerSettings] | None] = None
+    """The scorer's own settings (`REWARD_<NAME>__<FIELD>`); None: it has none."""
+
+    def __init__(
+        self, limits: GradingLimits | None = None, settings: ScorerSettings | None = None
+    ) -> None:
         self.limits = limits or GradingLimits()
+        self.settings = settings if settings is not None else self.default_settings()
+
+    @classmethod
+    def default_settings(cls) -> ScorerSettings | None:
+        """The settings model's defaults (read from no environment), or None."""
+        return None if cls.settings_model is None else cls.settings_model.model_validate({})
+
+    @classmethod
+    def startup_check(
+        cls, settings: ScorerSettings | None, limits: GradingLimits
+    ) -> StartupCheck | None:
+        """Run once at start-up, in the server process, before any worker: None when there is
+        nothing to check. Raises `InvalidSetting` for settings that cannot work together."""
+        return None
 
     @classmethod
     def option_problem(cls, name: str, value: JSON) -> str | None:
@@ -148,14 +180,6 @@ class Scorer(abc.ABC):
             f"not {_echo(value)}"
         )
 
-    @abc.abstractmethod
-    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        """Grade `response` against `label`; never raise for bad input."""
-
-    def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
-        """Grade several answers; override when batching pays (a model)."""
-        return [self.score(*item) for item in items]
-
     @classmethod
     def screen(
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
@@ -169,6 +193,55 @@ class Scorer(abc.ABC):
         heavy imports. The default lets everything through.
         """
         return None
+
+
+class Scorer(ScorerBase):
+    """A CPU-bound scorer: grades one answer against its gold label in a grading worker.
+
+    Subclasses set `name` and implement `score`. Instances are created once
+    per worker process (`open` then starts what they hold, e.g. a sandbox), so
+    expensive set-up belongs there, and `score` must be safe to call many times.
+    What it holds dies with its worker.
+    """
+
+    def open(self) -> None:
+        """Start this scorer's resources, in its worker, before the worker takes work."""
+
+    def close(self) -> None:
+        """Stop what `open` started."""
+
+    @abc.abstractmethod
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        """Grade `response` against `label`; never raise for bad input."""
+
+    def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
+        """Grade several answers; override when batching pays (a model)."""
+        return [self.score(*item) for item in items]
+
+
+class AsyncScorer(ScorerBase):
+    """An I/O-bound scorer (a judge waiting on a remote model): a coroutine on the server's
+    event loop, never in a worker, at most `concurrency` gradings at once.
+
+    One instance serves the whole service: `open` runs at start-up (an HTTP client,
+    say) and `close` at shutdown, after the drain. `score` must never block the
+    loop: anything CPU-bound belongs in a `Scorer`.
+    """
+
+    concurrency: ClassVar[int] = 64
+    """Gradings in progress at once; the rest wait their turn within their deadline."""
+
+    async def open(self) -> None:
+        """Start this scorer's resources, before the service reports ready."""
+
+    async def close(self) -> None:
+        """Stop what `open` started, once the gradings in flight have ended."""
+
+    @abc.abstractmethod
+    async def score(
+        self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
+    ) -> Score:
+        """Grade `response` against `label`; never raise for bad input."""
 
 
 def _echo(value: JSON) -> str:

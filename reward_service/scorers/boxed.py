@@ -22,9 +22,12 @@ from typing import ClassVar
 from reward_service.scorers.base import (
     JSON,
     NO_OPTIONS,
+    AsyncScorer,
     GradingLimits,
     Score,
     Scorer,
+    ScorerBase,
+    ScorerSettings,
     ScoringInput,
 )
 from reward_service.scorers.math_dataset import closing_brace
@@ -52,9 +55,16 @@ class BoxedScorer(Scorer):
 
     inner: ClassVar[type[Scorer]]
 
-    def __init__(self, limits: GradingLimits | None = None, scorer: Scorer | None = None) -> None:
-        super().__init__(limits)
-        self.scorer = scorer or self.inner(self.limits)
+    def __init__(
+        self,
+        limits: GradingLimits | None = None,
+        settings: ScorerSettings | None = None,
+        scorer: Scorer | None = None,
+    ) -> None:
+        super().__init__(limits, settings)
+        self.scorer = scorer or (
+            self.inner(self.limits) if settings is None else self.inner(self.limits, settings)
+        )
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
@@ -77,9 +87,39 @@ class BoxedScorer(Scorer):
         return cls.inner.screen(boxed_content(response), label, options)
 
 
+class BoxedAsyncScorer(AsyncScorer):
+    """`BoxedScorer` for an I/O-bound `inner`: the shared instance is opened and closed as
+    `inner` (the engine's), and the two names share its concurrency bound."""
+
+    inner: ClassVar[type[AsyncScorer]]
+
+    def __init__(
+        self,
+        limits: GradingLimits | None = None,
+        settings: ScorerSettings | None = None,
+        scorer: AsyncScorer | None = None,
+    ) -> None:
+        super().__init__(limits, settings)
+        self.scorer = scorer or self.inner(self.limits, settings)
+
+    async def score(
+        self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
+    ) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        return await self.scorer.score(prompt, boxed_content(response), label, options)
+
+    @classmethod
+    def screen(
+        cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
+    ) -> Score | None:
+        return cls.inner.screen(boxed_content(response), label, options)
+
+
 @functools.cache
-def boxed_scorer(inner: type[Scorer], name: str) -> type[BoxedScorer]:
-    """The `boxed_<name>` scorer class around `inner` (same batch size and options), built once."""
+def boxed_scorer(inner: type[ScorerBase], name: str) -> type[BoxedScorer | BoxedAsyncScorer]:
+    """The `boxed_<name>` scorer class around `inner` (same batch size, options, settings and
+    deadline), built once."""
     attributes = {
         "__doc__": f"`{BOXED_PREFIX}{name}`: `{name}` on the content of the last box.",
         "__module__": __name__,
@@ -87,5 +127,11 @@ def boxed_scorer(inner: type[Scorer], name: str) -> type[BoxedScorer]:
         "inner": inner,
         "batch_size": inner.batch_size,
         "options": inner.options,
+        "settings_model": inner.settings_model,
+        "deadline_s": inner.deadline_s,
     }
-    return type(f"Boxed{inner.__name__}", (BoxedScorer,), attributes)
+    base: type[BoxedScorer | BoxedAsyncScorer]
+    base = BoxedAsyncScorer if issubclass(inner, AsyncScorer) else BoxedScorer
+    if issubclass(inner, AsyncScorer):
+        attributes["concurrency"] = inner.concurrency
+    return type(f"Boxed{inner.__name__}", (base,), attributes)

@@ -5,8 +5,9 @@ A third-party package adds a scorer with an entry point, no fork needed::
     [project.entry-points."reward_service.scorers"]
     my_scorer = "my_package.module:MyScorer"
 
-The entry point names a `Scorer` subclass; its `name` attribute is the name
-served at `/score/<name>`. Every scorer `<name>` is also served as
+The entry point names a `Scorer` or `AsyncScorer` subclass; its `name`
+attribute is the name served at `/score/<name>`, and it may declare settings of
+its own, a start-up check and resources (`scorers.base`). Every scorer `<name>` is also served as
 `boxed_<name>`: SLIME's prefix, grading the content of the last `\\boxed{}`.
 """
 
@@ -14,13 +15,22 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 
 from reward_service.errors import ScorerLoadError, UnknownScorer
-from reward_service.scorers.base import GradingLimits, Scorer
+from reward_service.scorers.base import (
+    AsyncScorer,
+    GradingLimits,
+    Scorer,
+    ScorerBase,
+    ScorerSettings,
+)
 from reward_service.scorers.boxed import BOXED_PREFIX, BoxedScorer, boxed_scorer
 
 ENTRY_POINT_GROUP = "reward_service.scorers"
+_KINDS = (ScorerBase, Scorer, AsyncScorer)
+"""The contract's own classes, which no target may name."""
 
 BUILTINS: dict[str, str] = {
     "math_verify": "reward_service.scorers.math_verify.scorer:MathVerifyScorer",
@@ -46,30 +56,36 @@ if _extra_installed("torch", "transformers"):  # the `rm` extra
     BUILTINS["reward_model"] = "reward_service.scorers.reward_model:RewardModelScorer"
 
 
-def _load_class(target: str) -> type[Scorer]:
+def _load_class(target: str) -> type[ScorerBase]:
     module_name, _, attr = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ScorerLoadError(f"cannot load scorer {target!r}: {exc}") from exc
-    if not (isinstance(cls, type) and issubclass(cls, Scorer)):
-        raise ScorerLoadError(f"{target!r} is not a Scorer subclass")
+    if not (isinstance(cls, type) and issubclass(cls, ScorerBase)) or cls in _KINDS:
+        raise ScorerLoadError(f"{target!r} is not a Scorer or AsyncScorer subclass")
     return cls
 
 
 class ScorerRegistry:
-    """Maps scorer names to lazily built `Scorer` instances.
+    """Maps scorer names to lazily built scorer instances, each with its own settings.
 
     Besides its targets it serves `boxed_<name>` for each target `<name>`
     (SLIME's `boxed_` prefix, see `scorers.boxed`), unless a target of that
     name exists; there is no `boxed_boxed_<name>`.
     """
 
-    def __init__(self, targets: dict[str, str], limits: GradingLimits | None = None) -> None:
+    def __init__(
+        self,
+        targets: dict[str, str],
+        limits: GradingLimits | None = None,
+        settings: Mapping[str, ScorerSettings] | None = None,
+    ) -> None:
         self._targets = dict(targets)
         self._limits = limits or GradingLimits()
-        self._instances: dict[str, Scorer] = {}
-        self._classes: dict[str, type[Scorer]] = {}
+        self._settings = dict(settings or {})
+        self._instances: dict[str, ScorerBase] = {}
+        self._classes: dict[str, type[ScorerBase]] = {}
         self._boxed = {
             BOXED_PREFIX + name: name
             for name in self._targets
@@ -78,18 +94,37 @@ class ScorerRegistry:
 
     @classmethod
     def discover(
-        cls, limits: GradingLimits | None = None, extra: dict[str, str] | None = None
+        cls,
+        limits: GradingLimits | None = None,
+        extra: dict[str, str] | None = None,
+        settings: Mapping[str, ScorerSettings] | None = None,
     ) -> ScorerRegistry:
         """Built-ins, every installed `reward_service.scorers` plugin, then `extra`."""
         targets = dict(BUILTINS)
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             targets.setdefault(ep.name, ep.value)
         targets.update(extra or {})
-        return cls(targets, limits)
+        return cls(targets, limits, settings)
 
     def names(self) -> list[str]:
         """Every name served, `boxed_<name>` ones included."""
         return sorted([*self._targets, *self._boxed])
+
+    def targets(self) -> list[str]:
+        """The scorers themselves, without their `boxed_<name>` variants."""
+        return sorted(self._targets)
+
+    def base_of(self, name: str) -> str:
+        """The scorer `name` grades with: `<type>` for `boxed_<type>`, else `name`."""
+        return self._boxed.get(name, name)
+
+    def with_settings(self, settings: Mapping[str, ScorerSettings]) -> ScorerRegistry:
+        """This registry's scorers, built with `settings` (by scorer name)."""
+        return ScorerRegistry(self._targets, self._limits, settings)
+
+    def with_limits(self, limits: GradingLimits) -> ScorerRegistry:
+        """This registry's scorers, built with `limits`."""
+        return ScorerRegistry(self._targets, limits, self._settings)
 
     def modules(self) -> list[str]:
         """The modules that define the scorers, to preload in worker parents."""
@@ -104,7 +139,7 @@ class ScorerRegistry:
         if name not in self:
             raise UnknownScorer(name, self.names())
 
-    def scorer_class(self, name: str) -> type[Scorer]:
+    def scorer_class(self, name: str) -> type[ScorerBase]:
         """The class of scorer `name`, imported but not built (for `screen`).
 
         Found once per name and kept: the server asks for it several times
@@ -121,17 +156,21 @@ class ScorerRegistry:
             self._classes[name] = cls
         return cls
 
-    def get(self, name: str) -> Scorer:
-        """The scorer called `name`, built on first use."""
+    def get(self, name: str) -> ScorerBase:
+        """The scorer called `name`, built on first use with its settings."""
         self.require(name)
         scorer = self._instances.get(name)
         if scorer is None:
             inner = self._boxed.get(name)
+            settings = self._settings.get(inner or name)
             if inner is None:
-                scorer = _load_class(self._targets[name])(self._limits)
+                cls = _load_class(self._targets[name])
+                # a scorer without settings of its own may take `limits` alone
+                scorer = cls(self._limits) if settings is None else cls(self._limits, settings)
             else:
                 shared = self.get(inner)
-                scorer = boxed_scorer(type(shared), inner)(self._limits, shared)
+                boxed = boxed_scorer(type(shared), inner)
+                scorer = boxed(self._limits, settings, shared)  # type: ignore[arg-type]
             self._instances[name] = scorer
         return scorer
 
@@ -139,3 +178,14 @@ class ScorerRegistry:
         """Build every scorer now, so a broken plugin fails at start-up."""
         for name in self.names():
             self.get(name)
+
+    def build(self, kind: type[ScorerBase]) -> list[ScorerBase]:
+        """Build every scorer of `kind` (`Scorer`: a worker's; `AsyncScorer`: the server's),
+        `boxed_<name>` ones included; the scorers themselves, to open, are returned."""
+        built = []
+        for name in self.names():
+            if issubclass(self.scorer_class(name), kind):
+                scorer = self.get(name)
+                if name in self._targets:
+                    built.append(scorer)
+        return built

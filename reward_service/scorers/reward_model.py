@@ -5,7 +5,7 @@ transformers); without it the scorer is not registered. The reward is the
 model's raw logit with status `ok` (a reward model has no notion of wrong);
 the label is not used.
 
-The model (`REWARD_REWARD_MODEL_NAME`: a local directory, or a model already
+The model (`REWARD_REWARD_MODEL__NAME`: a local directory, or a model already
 in the Hugging Face cache; workers never download, since a download would
 run under a grading deadline) is loaded on a worker's first `reward_model`
 grading, so workers that never grade with it never hold it. Torch and
@@ -15,7 +15,7 @@ never load them.
 What the model reads: with a chat template, the prompt's messages plus the
 response as the assistant turn, rendered by the template, as one sequence;
 without one (OpenAssistant's DeBERTa models), the (question, answer) pair.
-Past `REWARD_REWARD_MODEL_MAX_LENGTH` tokens, tokens are cut from the start
+Past `REWARD_REWARD_MODEL__MAX_LENGTH` tokens, tokens are cut from the start
 (of the longer of question and answer, for a pair), so the end of the answer
 is always read. Before tokenizing, each text is cut to its last
 `CHARS_PER_TOKEN * max_length` characters, which hold more tokens than the
@@ -30,7 +30,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, ScoringInput, Status
+from pydantic import Field
+
+from reward_service.scorers.base import (
+    JSON,
+    GradingLimits,
+    Score,
+    Scorer,
+    ScorerSettings,
+    ScoringInput,
+    Status,
+)
 
 Message = dict[str, str]
 
@@ -70,6 +80,20 @@ def prompt_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
+class RewardModelSettings(ScorerSettings):
+    """`REWARD_REWARD_MODEL__<FIELD>`: which model, and how it reads and runs."""
+
+    name: str = Field(
+        "OpenAssistant/reward-model-deberta-v3-large-v2",
+        description="a local directory or a model already in the Hugging Face cache",
+    )
+    max_length: int = Field(512, ge=16, description="tokens per answer; the start is cut first")
+    threads: int = Field(1, ge=1, description="torch threads per grading process")
+    batch_size: int = Field(
+        4, ge=1, le=4, description="answers per forward pass (the engine sends 4 at most)"
+    )
+
+
 @dataclass(frozen=True)
 class _LoadedModel:
     """A tokenizer and model ready to grade, with the limits that apply to them."""
@@ -81,7 +105,7 @@ class _LoadedModel:
     batch_size: int
 
     @classmethod
-    def load(cls, limits: GradingLimits) -> _LoadedModel:
+    def load(cls, settings: RewardModelSettings) -> _LoadedModel:
         # Read by huggingface_hub and tokenizers at import and first use: no network
         # call ever (not even the hub's own look-ups), and no tokenizer thread pool
         # beside torch's capped one.
@@ -91,8 +115,8 @@ class _LoadedModel:
         import transformers
 
         transformers.utils.logging.disable_progress_bar()  # stderr holds JSON log lines only
-        torch.set_num_threads(limits.reward_model_threads)
-        name = limits.reward_model_name
+        torch.set_num_threads(settings.threads)
+        name = settings.name
         # never a download: it would run under a grading deadline, in every worker
         tokenizer = transformers.AutoTokenizer.from_pretrained(name, local_files_only=True)
         tokenizer.truncation_side = "left"
@@ -106,9 +130,9 @@ class _LoadedModel:
             name,
             tokenizer,
             model,
-            max_length=min(limits.reward_model_max_length, tokenizer.model_max_length),
+            max_length=min(settings.max_length, tokenizer.model_max_length),
             # without a pad token, answers cannot share a forward pass
-            batch_size=limits.reward_model_batch_size if tokenizer.pad_token is not None else 1,
+            batch_size=settings.batch_size if tokenizer.pad_token is not None else 1,
         )
 
     @property
@@ -151,13 +175,19 @@ class RewardModelScorer(Scorer):
 
     batch_size: ClassVar[int] = 4
     """Answers the engine sends one worker task, under one deadline; the model's
-    forward passes within it take `reward_model_batch_size` (at most this) each.
+    forward passes within it take `RewardModelSettings.batch_size` (at most this) each.
     Small: on CPU a batch costs about the sum of its answers (batching saves
     only per-call overhead, on short answers), and the whole chunk must fit in
     one deadline."""
 
-    def __init__(self, limits: GradingLimits | None = None) -> None:
-        super().__init__(limits)
+    settings_model = RewardModelSettings
+
+    def __init__(
+        self, limits: GradingLimits | None = None, settings: ScorerSettings | None = None
+    ) -> None:
+        super().__init__(limits, settings)
+        assert isinstance(self.settings, RewardModelSettings)
+        self.model_settings: RewardModelSettings = self.settings
         self._model: _LoadedModel | None = None
         self._load_error: str | None = None
 
@@ -165,9 +195,9 @@ class RewardModelScorer(Scorer):
         """The model, loaded on first use; or why it cannot be (kept: retrying costs each call)."""
         if self._model is None and self._load_error is None:
             try:
-                self._model = _LoadedModel.load(self.limits)
+                self._model = _LoadedModel.load(self.model_settings)
             except Exception as exc:  # a missing or broken model is an `error` status
-                name = self.limits.reward_model_name
+                name = self.model_settings.name
                 self._load_error = (
                     f"cannot load reward model {name!r} (a local directory or a model in the"
                     f" Hugging Face cache; nothing is downloaded): {_brief(exc)}"

@@ -35,7 +35,7 @@ from reward_service.errors import (
 )
 from reward_service.grading.engine import Graded, ScoringEngine
 from reward_service.grading.sample import Sample
-from reward_service.scorers.base import JSON, NO_OPTIONS, Scorer
+from reward_service.scorers.base import JSON, NO_OPTIONS, ScorerBase
 from reward_service.server import openapi
 from reward_service.server.error_status import status_of
 from reward_service.server.json_body import read_json
@@ -162,7 +162,7 @@ def _wants_detail(request: Request) -> bool:
     return request.query_params.get(_DETAIL, "").lower() in _TRUE
 
 
-def _query_options(request: Request, scorer: type[Scorer]) -> Mapping[str, JSON]:
+def _query_options(request: Request, scorer: type[ScorerBase]) -> Mapping[str, JSON]:
     """The scorer options in the URL's query (all but `detail`), each one `scorer` accepts.
 
     An option `scorer` does not read, a value it does not take or an option
@@ -351,8 +351,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "default": settings.default_scorer,
             "scorers": engine.registry.names(),
         }
-        if engine.sandbox_layers:
-            listing["sandbox"] = {"layers": list(engine.sandbox_layers)}
+        if engine.checks:
+            listing["checks"] = {name: check.report() for name, check in engine.checks.items()}
         return _json(listing)
 
     return app

@@ -8,6 +8,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.settings import Settings
 
 from .rendering import Manifest, Rendered, render_with_components
@@ -111,7 +112,9 @@ def test_config_requires_seccomp_and_landlock_or_a_uid_of_the_runs_own(
     """The pod fails closed: it refuses to start without the code sandbox's seccomp filter,
     and where runs' reads would be unconfined (no landlock, runs sharing the service's uid)."""
     _set_pod_environment(rendered, monkeypatch, {TOKEN_SECRET: "s3cret"})
-    assert {"seccomp", "landlock|uid"} <= Settings().code_required_layers
+    assert {"seccomp", "landlock|uid"} <= Settings().scorer_settings(
+        "code", CodeSettings
+    ).required_layers
 
 
 @pytest.mark.parametrize("token", ["", "\n"])

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.settings import Settings
 
 from .rendering import (
@@ -78,7 +79,9 @@ def test_combinations_keep_the_production_requirement(
     combined: Rendered, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No component weakens start-up's requirement; separate-uid requires the uid it pays for."""
-    required = _settings(combined, monkeypatch).code_required_layers
+    required = (
+        _settings(combined, monkeypatch).scorer_settings("code", CodeSettings).required_layers
+    )
     if "separate-uid" in _components(combined):
         assert required == {"seccomp", "uid"}
     else:
@@ -157,7 +160,7 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
         pytest.skip("no Python here whose files uid 65534 can read (the image's can)")
     rendered = render_with_components(tmp_path, "generic", "separate-uid")
     capabilities = rendered.container["securityContext"]["capabilities"]["add"]
-    required = json.loads(rendered.config["REWARD_CODE_REQUIRED_LAYERS"])
+    required = json.loads(rendered.config["REWARD_CODE__REQUIRED_LAYERS"])
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
         "from reward_service.sandbox.zygote_client import ZygoteSandbox\n"

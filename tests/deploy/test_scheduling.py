@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.settings import Settings
 
 from .rendering import Manifest, Rendered
@@ -135,8 +136,11 @@ def test_cpu_request_equals_limit(rendered: Rendered) -> None:
 
 
 def _setting(config: Mapping[str, str], name: str) -> int:
-    """A setting as the pod gets it: from the ConfigMap, else the Settings default."""
-    return int(config.get(f"REWARD_{name.upper()}", Settings.model_fields[name].default))
+    """A setting as the pod gets it: from the ConfigMap, else its default (`code__<field>`:
+    the code scorer's own)."""
+    scorer, _, field = name.rpartition("__")
+    model = CodeSettings if scorer == "code" else Settings
+    return int(config.get(f"REWARD_{name.upper()}", model.model_fields[field].default))
 
 
 def memory_needed(config: Mapping[str, str], cpu_limit: str) -> int:
@@ -144,7 +148,7 @@ def memory_needed(config: Mapping[str, str], cpu_limit: str) -> int:
     at its cap, a scratch dir), the HTTP process, bodies held."""
     workers = int(config.get("REWARD_WORKERS", math.ceil(_quantity(cpu_limit))))
     sandbox_mib = (
-        ZYGOTE_MIB + _setting(config, "code_max_memory_mb") + _setting(config, "code_scratch_mb")
+        ZYGOTE_MIB + _setting(config, "code__max_memory_mb") + _setting(config, "code__scratch_mb")
     )
     workers_bytes = workers * (_setting(config, "worker_memory_mb") + sandbox_mib) * MiB
     pending_bytes = PENDING_FACTOR * _setting(config, "max_pending_bytes")
@@ -161,8 +165,8 @@ def test_memory_covers_workers_http_process_and_bodies(rendered: Rendered) -> No
 def test_memory_check_fails_when_code_runs_may_grow(rendered: Rendered) -> None:
     """Doubling a code run's memory cap without raising the limit breaks the memory arithmetic."""
     limits = rendered.container["resources"]["limits"]
-    cap = _setting(rendered.config, "code_max_memory_mb")
-    grown = {**rendered.config, "REWARD_CODE_MAX_MEMORY_MB": str(2 * cap)}
+    cap = _setting(rendered.config, "code__max_memory_mb")
+    grown = {**rendered.config, "REWARD_CODE__MAX_MEMORY_MB": str(2 * cap)}
     assert _quantity(limits["memory"]) < memory_needed(grown, limits["cpu"])
 
 

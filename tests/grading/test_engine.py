@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
-from reward_service.grading.engine import ScoringEngine, _warm_code_sandbox
+from reward_service.grading.engine import ScoringEngine
 from reward_service.grading.sample import Sample
 from reward_service.sandbox import Sandbox
 from reward_service.sandbox.zygote_client import ZYGOTE
-from reward_service.scorers import GradingLimits, ScorerRegistry
+from reward_service.scorers import GradingLimits, Scorer, ScorerRegistry
+from reward_service.scorers.code.judge import CodeScorer
 from reward_service.settings import Settings
 from reward_service.testing import _children, live_server
 from tests.conftest import FAKE_SCORER
@@ -106,37 +107,58 @@ def test_options_reach_the_worker_label_first() -> None:
 
 
 def test_the_code_scorers_budget_ends_before_its_hard_deadline() -> None:
-    """Workers get a code budget one second inside the code scorer's deadline, as set."""
-    engine = _engine(scorer_deadlines={"code": 12})
-    assert engine.deadline_for("code") == 12
-    assert engine.limits.code_budget_s == 11
+    """The code scorer's tests stop one second inside its deadline, as the engine sets it."""
+    limits = GradingLimits(deadlines={"code": 12.0})
+    assert CodeScorer(limits).budget_s == 11
 
 
-def test_the_engine_learns_the_sandbox_layers_once_at_start_up() -> None:
-    """With the code scorer registered, the engine knows its sandbox's layers before serving."""
-    layers = _engine().sandbox_layers
-    assert {"process", "rlimits"} <= set(layers), layers
+def _checked(**settings: object) -> ScoringEngine:
+    """An engine whose scorers' settings were read and start-up checks run (no workers)."""
+    engine = _engine(**settings)
+    engine._run_checks(engine._scorer_settings())
+    return engine
+
+
+def test_the_engine_runs_each_scorers_start_up_check_once() -> None:
+    """The code scorer's check reports its sandbox's layers before the engine serves."""
+    check = _checked().checks["code"]
+    assert check.ok and {"process", "rlimits"} <= set(check.details["layers"]), check
 
 
 def test_a_required_sandbox_layer_that_cannot_be_had_stops_start_up() -> None:
-    """A `code_required_layers` entry the sandbox cannot provide raises SandboxUnavailable
-    (uid, root only, and userns, non-root only, are never both active)."""
+    """A required layer the sandbox cannot provide raises SandboxUnavailable (uid, root only,
+    and userns, non-root only, are never both active)."""
     with pytest.raises(SandboxUnavailable, match="not active here"):
-        _engine(code_required_layers=frozenset({"uid", "userns"}))
+        _checked(scorers={"code": {"required_layers": ["uid", "userns"]}})
 
 
 def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With no layer required, a broken sandbox is logged and the engine builds without layers."""
+    """With no layer required, a broken sandbox is a failed optional check, logged; required,
+    it stops start-up."""
 
     def broken(*args: object) -> None:
         raise SandboxUnavailable("zygote did not start")
 
-    monkeypatch.setattr("reward_service.grading.engine.ZygoteSandbox", broken)
-    assert _engine().sandbox_layers == ()
+    monkeypatch.setattr("reward_service.sandbox.zygote_client.ZygoteSandbox", broken)
+    check = _checked().checks["code"]
+    assert not check.ok and "zygote did not start" in check.summary
     with pytest.raises(SandboxUnavailable):
-        _engine(code_required_layers=frozenset({"seccomp"}))
+        _checked(scorers={"code": {"required_layers": ["seccomp"]}})
+
+
+def test_a_scorer_setting_it_does_not_have_stops_start_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`REWARD_CODE__TIME_LIMT_S` (a typo) or a refused value fails start-up, naming it."""
+    monkeypatch.setenv("REWARD_CODE__TIME_LIMT_S", "1")
+    with pytest.raises(InvalidSetting, match="REWARD_CODE__TIME_LIMT_S"):
+        _engine()._scorer_settings()
+    monkeypatch.delenv("REWARD_CODE__TIME_LIMT_S")
+    monkeypatch.setenv("REWARD_CODE__TIME_LIMIT_S", "20")
+    with pytest.raises(InvalidSetting, match="time_limit_s must not exceed max_time_limit_s"):
+        _engine()._scorer_settings()
 
 
 def test_each_worker_has_its_zygote_once_the_pool_is_ready() -> None:
@@ -152,12 +174,15 @@ def test_each_worker_has_its_zygote_once_the_pool_is_ready() -> None:
 def test_a_sandbox_that_cannot_start_with_the_worker_leaves_it_serving(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The warm start logs a sandbox that cannot start; the worker still grades other scorers."""
+    """The code scorer's `open` logs a sandbox that cannot start; the worker still grades."""
 
-    def broken(limits: GradingLimits) -> Sandbox:
+    def broken(settings: object) -> Sandbox:
         raise SandboxUnavailable("zygote did not start")
 
     monkeypatch.setattr("reward_service.scorers.code.judge.default_sandbox", broken)
     registry = ScorerRegistry.discover(GradingLimits())
-    _warm_code_sandbox(registry)
-    assert registry.get("exact").score("p", "42", "42", {}).reward == 1.0
+    for scorer in registry.build(Scorer):
+        assert isinstance(scorer, Scorer)
+        scorer.open()
+    exact = registry.get("exact")
+    assert isinstance(exact, Scorer) and exact.score("p", "42", "42", {}).reward == 1.0

@@ -49,14 +49,17 @@ class ShoutScorer(Scorer):
 '''
 
 
-def build_and_install(source: Path, site: Path) -> None:
-    """Write the package to `source` and pip-install it, offline, into the directory `site`.
+def build_and_install(
+    source: Path, site: Path, pyproject: str = PYPROJECT, module: str = MODULE
+) -> None:
+    """Write a one-module package to `source` (the module named as the directory, with
+    underscores) and pip-install it, offline, into the directory `site`.
 
     The build uses this venv's setuptools, which needs `wheel` (the dev extra) below 70.1.
     """
     source.mkdir()
-    (source / "pyproject.toml").write_text(PYPROJECT)
-    (source / "shout_scorer.py").write_text(textwrap.dedent(MODULE))
+    (source / "pyproject.toml").write_text(pyproject)
+    (source / f"{source.name.replace('-', '_')}.py").write_text(textwrap.dedent(module))
     offline = ["--no-deps", "--no-index", "--no-build-isolation", "--disable-pip-version-check"]
     pip = [sys.executable, "-m", "pip", "install", "--quiet", *offline]
     subprocess.run([*pip, "--target", str(site), str(source)], check=True, timeout=120)

@@ -11,8 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
-from reward_service.scorers.base import JSON, GradingLimits, Status
-from reward_service.scorers.reward_model import RewardModelScorer, prompt_messages, prompt_text
+from reward_service.errors import InvalidSetting
+from reward_service.scorers.base import JSON, Status
+from reward_service.scorers.reward_model import (
+    RewardModelScorer,
+    RewardModelSettings,
+    prompt_messages,
+    prompt_text,
+)
 from reward_service.settings import Settings
 from reward_service.testing import live_server
 
@@ -72,8 +78,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _save_model(tmp_path_factory.mktemp("tiny-rm"))
 
 
-def _scorer(model: Path, **limits: Any) -> RewardModelScorer:
-    return RewardModelScorer(GradingLimits(reward_model_name=str(model), **limits))
+def _scorer(model: Path, **settings: Any) -> RewardModelScorer:
+    return RewardModelScorer(settings=RewardModelSettings(name=str(model), **settings))
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +147,7 @@ def test_reward_depends_on_the_response(scorer: RewardModelScorer) -> None:
 @pytest.mark.parametrize("forward_batch", [1, 2, 4])
 def test_batch_gives_the_rewards_of_one_by_one(model_dir: Path, forward_batch: int) -> None:
     """`score_many` of five answers gives each the reward `score` gives it, at any forward batch."""
-    scorer = _scorer(model_dir, reward_model_batch_size=forward_batch)
+    scorer = _scorer(model_dir, batch_size=forward_batch)
     items = [(QUESTION, answer, "42", {}) for answer in ANSWERS]
     batched = scorer.score_many(items)
     single = [scorer.score(*item) for item in items]
@@ -187,8 +193,8 @@ def test_long_response_is_cut_from_its_start(scorer: RewardModelScorer) -> None:
 
 
 def test_max_length_setting_caps_the_tokens(model_dir: Path) -> None:
-    """`reward_model_max_length` below the model's limit bounds what the model reads."""
-    result = _scorer(model_dir, reward_model_max_length=16).score(QUESTION, "4" * 100, None, {})
+    """`max_length` below the model's limit bounds what the model reads."""
+    result = _scorer(model_dir, max_length=16).score(QUESTION, "4" * 100, None, {})
     assert (result.status, result.details["tokens"]) == (Status.OK, 16)
 
 
@@ -249,20 +255,25 @@ def test_model_without_pad_token_grades_one_at_a_time(tmp_path: Path) -> None:
 
 
 def test_thread_count_is_applied(model_dir: Path) -> None:
-    """A worker's first grading sets torch's thread count to `reward_model_threads`."""
+    """A worker's first grading sets torch's thread count to `threads`."""
     import torch
 
     torch.set_num_threads(3)
-    _scorer(model_dir, reward_model_threads=1).score(QUESTION, "42", None, {})
+    _scorer(model_dir, threads=1).score(QUESTION, "42", None, {})
     assert torch.get_num_threads() == 1
 
 
 def test_forward_batch_setting_is_bounded_by_the_engine_chunk() -> None:
-    """`REWARD_REWARD_MODEL_BATCH_SIZE` cannot exceed the answers the engine sends at once."""
+    """`REWARD_REWARD_MODEL__BATCH_SIZE` cannot exceed the answers the engine sends at once."""
     limit = RewardModelScorer.batch_size
-    assert Settings(reward_model_batch_size=limit).reward_model_batch_size == limit
-    with pytest.raises(ValueError, match="less than or equal"):
-        Settings(reward_model_batch_size=limit + 1)
+
+    def read(batch_size: int) -> RewardModelSettings:
+        settings = Settings(scorers={"reward_model": {"batch_size": batch_size}})
+        return settings.scorer_settings("reward_model", RewardModelSettings)
+
+    assert read(limit).batch_size == limit
+    with pytest.raises(InvalidSetting, match="less than or equal"):
+        read(limit + 1)
 
 
 def test_live_server_grades_as_in_process(scorer: RewardModelScorer, model_dir: Path) -> None:
@@ -270,7 +281,7 @@ def test_live_server_grades_as_in_process(scorer: RewardModelScorer, model_dir: 
     items = [{"prompt": QUESTION, "response": answer, "label": "42"} for answer in ANSWERS]
     expected = [scorer.score(i["prompt"], i["response"], i["label"], {}).reward for i in items]
     env = {
-        "REWARD_REWARD_MODEL_NAME": str(model_dir),
+        "REWARD_REWARD_MODEL__NAME": str(model_dir),
         "HF_HUB_OFFLINE": "1",
         "REWARD_DEADLINE_S": "60",
     }

@@ -235,9 +235,12 @@ def test_health_endpoints(server: LiveServer) -> None:
         assert (response.status_code, response.json()) == (200, {"status": "ready", "workers": 2})
 
 
-def test_scorers_lists_every_scorer_and_the_sandbox_layers(server: LiveServer) -> None:
-    """GET /scorers names the default, every scorer (code included) and the sandbox layers."""
+def test_scorers_lists_every_scorer_and_their_start_up_checks(server: LiveServer) -> None:
+    """GET /scorers names the default, every scorer (code included) and each start-up check:
+    the code scorer's reports its sandbox's layers."""
     listing = httpx.get(f"{server.url}/scorers", timeout=10).json()
     assert listing["default"] == "math_verify"
     assert {"math_verify", "code", "boxed_code", "fake"} <= set(listing["scorers"])
-    assert {"process", "rlimits"} <= set(listing["sandbox"]["layers"])
+    check = listing["checks"]["code"]
+    assert check["ok"] is True and check["required"] is False, check
+    assert {"process", "rlimits"} <= set(check["layers"])

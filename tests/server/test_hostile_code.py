@@ -292,7 +292,7 @@ def test_server_runs_confined(campaign: Campaign) -> None:
 def test_sandbox_layers_are_reported(campaign: Campaign) -> None:
     """The layers are named at start-up (a log line), by GET /scorers and in an answer's detail."""
     assert "code" in campaign.scorers["scorers"], campaign.scorers
-    layers = campaign.scorers.get("sandbox", {}).get("layers")
+    layers = campaign.scorers.get("checks", {}).get("code", {}).get("layers")
     assert layers and campaign.reach.get("sandbox") == layers, (campaign.scorers, campaign.reach)
     assert f"code sandbox layers: {', '.join(layers)}" in campaign.log
 

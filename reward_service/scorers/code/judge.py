@@ -7,6 +7,7 @@ the first failure. Formats, options and limits: `docs/code.md`.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -14,9 +15,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
-from reward_service.scorers.base import JSON, NO_OPTIONS, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.base import (
+    JSON,
+    NO_OPTIONS,
+    GradingLimits,
+    Score,
+    Scorer,
+    ScorerSettings,
+    StartupCheck,
+    Status,
+)
 from reward_service.scorers.code.asserts import AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
+from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
 from reward_service.scorers.code.compare import (
     ToleranceError,
     outputs_match,
@@ -27,7 +38,9 @@ from reward_service.scorers.code.drivers import call_driver, driver_results, new
 from reward_service.scorers.code.fences import Extracted, last_program
 from reward_service.scorers.code.verdicts import BUDGET, Failure, Verdicts
 
-SandboxFactory = Callable[[GradingLimits], Sandbox]
+log = logging.getLogger("reward_service.scorers.code")
+
+SandboxFactory = Callable[[CodeSettings], Sandbox]
 """Builds the sandbox a scorer runs programs in (tests inject their own)."""
 
 MAX_PROGRAM_CHARS = 100_000
@@ -36,14 +49,14 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
-def default_sandbox(limits: GradingLimits) -> Sandbox:
-    """The service's sandbox (a pre-warmed zygote) with the scratch size and layers of `limits`.
+def default_sandbox(settings: CodeSettings) -> Sandbox:
+    """The service's sandbox (a pre-warmed zygote) with the scratch size and layers of `settings`.
 
     Raises `SandboxUnavailable` when it cannot start or lacks a required layer.
     """
     from reward_service.sandbox.zygote_client import ZygoteSandbox
 
-    return ZygoteSandbox(limits.code_scratch_mb, limits.code_required_layers)
+    return ZygoteSandbox(settings.scratch_mb, settings.required_layers)
 
 
 class OptionError(ValueError):
@@ -83,19 +96,19 @@ class AnswerOptions:
     """Per test: the label's time and memory, capped by the service's."""
 
 
-def read_options(options: Mapping[str, JSON], limits: GradingLimits) -> AnswerOptions:
+def read_options(options: Mapping[str, JSON], limits: CodeSettings) -> AnswerOptions:
     """The options of one answer, checked and capped; raises `OptionError`."""
-    time_s = limits.code_time_limit_s
+    time_s = limits.time_limit_s
     if options.get("time_limit_s") is not None:
-        time_s = min(_number("time_limit_s", options["time_limit_s"]), limits.code_max_time_limit_s)
-    memory_mb = limits.code_memory_mb
+        time_s = min(_number("time_limit_s", options["time_limit_s"]), limits.max_time_limit_s)
+    memory_mb = limits.memory_mb
     if options.get("memory_mb") is not None:
         asked = math.ceil(_number("memory_mb", options["memory_mb"]))
-        memory_mb = min(asked, limits.code_max_memory_mb)
-    output_bytes = limits.code_output_bytes
+        memory_mb = min(asked, limits.max_memory_mb)
+    output_bytes = limits.output_bytes
     if options.get("output_bytes") is not None:
         asked = math.ceil(_number("output_bytes", options["output_bytes"]))
-        output_bytes = min(asked, limits.code_max_output_bytes)
+        output_bytes = min(asked, limits.max_output_bytes)
     try:
         tolerance = parse_tolerance(options.get("float_tolerance"))
     except ToleranceError as exc:
@@ -124,21 +137,47 @@ class CodeScorer(Scorer):
         "output_bytes": None,
     }
 
+    settings_model = CodeSettings
+
     def __init__(
-        self, limits: GradingLimits | None = None, sandbox_factory: SandboxFactory | None = None
+        self,
+        limits: GradingLimits | None = None,
+        settings: ScorerSettings | None = None,
+        sandbox_factory: SandboxFactory | None = None,
     ) -> None:
-        super().__init__(limits)
+        super().__init__(limits, settings)
+        assert isinstance(self.settings, CodeSettings)
+        self.code: CodeSettings = self.settings
+        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
+        self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
+        """Seconds one answer's tests may take in all, inside its hard deadline."""
         self._factory = sandbox_factory or default_sandbox
         self._sandbox: Sandbox | None = None
         self._asserts = AssertSuites()
 
     @property
     def sandbox(self) -> Sandbox:
-        """The sandbox, started at the first program: building every scorer starts no process
-        (the engine checks the sandbox's layers once at start-up)."""
+        """The sandbox, started by `open` (or, if it could not start then, at the next
+        program): building the scorer starts no process."""
         if self._sandbox is None:
-            self._sandbox = self._factory(self.limits)
+            self._sandbox = self._factory(self.code)
         return self._sandbox
+
+    @classmethod
+    def startup_check(
+        cls, settings: ScorerSettings | None, limits: GradingLimits
+    ) -> StartupCheck | None:
+        """The sandbox's layers, learnt by starting one (`code_settings.check_sandbox`)."""
+        assert isinstance(settings, CodeSettings)
+        return check_sandbox(settings, limits)
+
+    def open(self) -> None:
+        """Start the zygote with the worker, not at its first answer; one that cannot start
+        leaves the worker serving the other scorers (the start-up check said why)."""
+        try:
+            self.sandbox  # noqa: B018  (starts it)
+        except Exception as exc:  # SandboxUnavailable, or OSError from the zygote's spawn
+            log.warning("code sandbox did not start with the worker: %s", exc)
 
     def close(self) -> None:
         """Stop the sandbox, if it started."""
@@ -151,7 +190,7 @@ class CodeScorer(Scorer):
         problem = super().option_problem(name, value)
         if problem is None:
             try:
-                read_options({name: value}, GradingLimits())
+                read_options({name: value}, CodeSettings.model_validate({}))
             except OptionError as exc:
                 return f"scorer 'code': {exc}"
         return problem
@@ -173,7 +212,7 @@ class CodeScorer(Scorer):
         try:
             suite = read_suite(label, options)
             own = {key: suite.spec[key] for key in self.options if key in suite.spec}
-            answer = read_options({**options, **own}, self.limits)
+            answer = read_options({**options, **own}, self.code)
         except (LabelError, OptionError) as exc:
             return Score.error(str(exc))
         if suite.style != "stdin" and program.language != "python":
@@ -224,7 +263,7 @@ class CodeScorer(Scorer):
         failures: list[Failure] = []
         done, chunk = 0, 1
         while done < len(stdins):
-            remaining = self.limits.code_budget_s - (time.monotonic() - started)
+            remaining = self.budget_s - (time.monotonic() - started)
             part = stdins[done : done + chunk] if stop else stdins[done:]
             outcomes = (
                 self.sandbox.run(program, part, limits, remaining, stop) if remaining > 0 else []
@@ -251,10 +290,10 @@ class CodeScorer(Scorer):
             self.sandbox,
             source,
             (suite.inputs, suite.setup, suite.fn_name),
-            (answer.limits, self.limits.code_max_time_limit_s),
+            (answer.limits, self.code.max_time_limit_s),
             not answer.partial,
             answer.tolerance,
-            self.limits.code_budget_s,
+            self.budget_s,
         )
 
 

@@ -9,7 +9,7 @@ import pytest
 from reward_service.scorers.base import GradingLimits
 from reward_service.scorers.code.judge import CodeScorer
 
-LIMITS = GradingLimits(code_time_limit_s=2.0, code_budget_s=20.0)
+LIMITS = GradingLimits(deadlines={"code": 21.0})
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,8 @@ import pytest
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Outcome, Program
-from reward_service.scorers.base import JSON, GradingLimits, Status
+from reward_service.scorers.base import JSON, Status
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.code.drivers import big_ints
 from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer, default_sandbox
 
@@ -271,8 +272,8 @@ ONES: dict[str, Any] = {"inputs": ["\n"] * 10, "outputs": ["1\n"] * 10}
 
 
 def _recorded(label: JSON, options: dict[str, JSON], sandbox: RecordingSandbox) -> Any:
-    limits = GradingLimits(code_time_limit_s=2.0, code_max_time_limit_s=5.0, code_max_memory_mb=512)
-    return CodeScorer(limits, sandbox_factory=lambda _: sandbox).score(
+    settings = CodeSettings(time_limit_s=2.0, max_time_limit_s=5.0, max_memory_mb=512)
+    return CodeScorer(settings=settings, sandbox_factory=lambda _: sandbox).score(
         "p", _fenced("print(1)"), label, options
     )
 
@@ -332,9 +333,9 @@ def test_building_starts_no_process_until_the_first_program() -> None:
 
 def test_missing_required_layers_stop_the_default_sandbox() -> None:
     """A required layer the sandbox cannot have makes starting the scorer's sandbox fail."""
-    limits = GradingLimits(code_required_layers=frozenset({"no-such-layer"}))
+    settings = CodeSettings.model_construct(required_layers=frozenset({"no-such-layer"}))
     with pytest.raises(SandboxUnavailable, match="no-such-layer"):
-        default_sandbox(limits)
+        default_sandbox(settings)
 
 
 @dataclass
@@ -425,9 +426,7 @@ def triple(x):
 
 
 @pytest.mark.parametrize("source", [ALWAYS_EQUAL, FRAME_FORGER], ids=["always-equal", "frame"])
-def test_programs_that_forge_assert_verdicts_earn_nothing(
-    scorer: CodeScorer, source: str
-) -> None:
+def test_programs_that_forge_assert_verdicts_earn_nothing(scorer: CodeScorer, source: str) -> None:
     """An object equal to everything, or reports written through the driver's own function: 0.0."""
     score = scorer.score("p", _fenced(source), {"tests": ASSERTS}, {})
     assert score.reward == 0.0
