@@ -90,7 +90,6 @@ class Confinement:
             _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])])
             step = "rlimits"
             _set_rlimits(limits)
-            os.chdir(workdir)
             if self.run_uid is not None:
                 step = "uid"
                 os.setgroups([])
@@ -100,6 +99,7 @@ class Confinement:
                 step = "capabilities"
                 linux.drop_capabilities()
             step = "process"
+            os.chdir(workdir)  # as the run: its uid owns the directory, 0700
             # Inherited from the zygote, but a uid change resets it to fs.suid_dumpable (which
             # may be 1): no other process of the run's uid may read its /proc/<pid>/fd or mem.
             linux.prctl(PR_SET_DUMPABLE, 0)

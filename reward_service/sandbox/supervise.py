@@ -397,7 +397,8 @@ def _walk(
 
 def _open_directory(dir_fd: int, name: str, restore: bool) -> int:
     """Open directory `name` of `dir_fd` without following a symlink; with `restore`, give
-    its owner back read, write and search permission where its run took them away."""
+    its owner back read, write and search permission where its run took them away (and
+    where a run's uid owns it, take it back first, which `CAP_CHOWN` allows)."""
     try:
         fd = os.open(name, _DIRECTORY, dir_fd=dir_fd)
     except PermissionError:
@@ -405,6 +406,8 @@ def _open_directory(dir_fd: int, name: str, restore: bool) -> int:
             raise
         handle = os.open(name, _DIRECTORY_PATH, dir_fd=dir_fd)
         try:
+            with contextlib.suppress(PermissionError):  # root with CAP_CHOWN, no DAC_OVERRIDE:
+                os.chown(f"/proc/self/fd/{handle}", os.geteuid(), os.getegid())  # take it back
             os.chmod(f"/proc/self/fd/{handle}", 0o700)
         finally:
             os.close(handle)

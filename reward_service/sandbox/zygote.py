@@ -214,8 +214,13 @@ class Zygote:
         try:
             runner.write_files(source, workdir)
             if self.confinement.run_uid is not None:
-                for path in (workdir, *(e.path for e in os.scandir(workdir))):
+                # the files before their directory; the directory keeps the zygote's group
+                # (0750), so that root holding CAP_CHOWN but not CAP_DAC_OVERRIDE still
+                # reaches inside to count and remove what the run wrote
+                for path in (e.path for e in os.scandir(workdir)):
                     os.chown(path, self.confinement.run_uid, self.confinement.run_uid)
+                os.chmod(workdir, 0o750)
+                os.chown(workdir, self.confinement.run_uid, os.getegid())
             ruleset = self.confinement.ruleset(workdir)
             stdin_r, stdin_w = os.pipe()
             stdout_r, stdout_w = os.pipe()

@@ -75,14 +75,20 @@ def test_probe_and_scrape_ports_are_the_listening_port(rendered: Rendered) -> No
     assert int(annotations["prometheus.io/port"]) == default_port
 
 
+def _is_setting(name: str) -> bool:
+    """`REWARD_<FIELD>` of Settings, or `REWARD_CODE__<FIELD>` of the code scorer's."""
+    scorer, _, field = name.removeprefix("REWARD_").lower().rpartition("__")
+    model = {"": Settings, "code": CodeSettings}.get(scorer)
+    return model is not None and field in model.model_fields
+
+
 def test_every_reward_variable_is_a_setting(rendered: Rendered) -> None:
-    """Each REWARD_* variable the pod gets names a field of Settings."""
+    """Each REWARD_* variable the pod gets names a field of Settings or of a scorer's own."""
     names = set(rendered.config) | {e["name"] for e in rendered.container.get("env", [])}
     reward_names = {n for n in names if n.startswith("REWARD_")}
-    unknown = {
-        n for n in reward_names if n.removeprefix("REWARD_").lower() not in Settings.model_fields
-    }
+    unknown = {n for n in reward_names if not _is_setting(n)}
     assert reward_names and not unknown, f"{rendered.overlay}: not settings: {sorted(unknown)}"
+    assert not _is_setting("REWARD_CODE__TIME_LIMT_S") and not _is_setting("REWARD_NO_SUCH")
 
 
 def _set_pod_environment(

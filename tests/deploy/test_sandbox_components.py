@@ -35,7 +35,7 @@ from .rendering import (
 
 COMBINATIONS = [("separate-uid",), ("gvisor",), ("gvisor", "separate-uid")]
 RUNTIME_CLASS = KUBERNETES / "components" / "gvisor" / "runtimeclass.yaml"
-SEPARATE_UID_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "SETGID", "SETUID"]
+SEPARATE_UID_CAPABILITIES = ["CHOWN", "SETGID", "SETUID"]
 BASELINE_CAPABILITIES = {
     *("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD"),
     *("NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"),
@@ -89,7 +89,7 @@ def test_combinations_keep_the_production_requirement(
 
 
 def test_separate_uid_runs_as_root_with_only_the_zygotes_capabilities(combined: Rendered) -> None:
-    """Root holding CHOWN, DAC_OVERRIDE, SETGID and SETUID, nothing else, no escalation; the
+    """Root holding CHOWN, SETGID and SETUID, nothing else, no escalation; the
     namespace enforces `baseline`, which allows them. Without the component: restricted."""
     pod = combined.pod_spec["securityContext"]
     container = combined.container["securityContext"]
@@ -146,7 +146,8 @@ def _python_nobody_can_run() -> str | None:
 
 def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) -> None:
     """Root with only the component's capabilities, without namespaces or landlock: the
-    sandbox starts and meets the component's requirement with the `uid` layer."""
+    sandbox starts, meets the component's requirement with the `uid` layer, and runs a
+    program that lists its scratch directory (its own uid's) and reads its input."""
     from tests.sandbox import platforms
 
     if os.geteuid() != 0:
@@ -164,8 +165,12 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
         "from reward_service.sandbox.zygote_client import ZygoteSandbox\n"
+        "from reward_service.sandbox import Limits, Program\n"
         f"with ZygoteSandbox(required_layers={required!r}) as box:\n"
-        "    print(' '.join(box.layers))\n"
+        "    limits = Limits(5, 256, 1024)\n"
+        "    source = 'import os; print(sorted(os.listdir()), input()[::-1])'\n"
+        "    [run] = box.run(Program('python', source), [b'abc'], limits, 20)\n"
+        "    print(' '.join(box.layers), run.kind.value, run.stdout.decode().strip())\n"
     )
     bounding = ",".join(["-all", *(f"+{c.lower()}" for c in capabilities)])
     command = ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--ambient-caps=-all"]
@@ -173,5 +178,6 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
     command += ["nonroot-old-kernel", "--", python, "-I", "-c", code]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    layers = result.stdout.split()
+    *layers, kind, listed, printed = result.stdout.split()
     assert {"uid", "seccomp"} <= set(layers) and "landlock" not in layers, layers
+    assert (kind, listed, printed) == ("ok", "['solution.py']", "cba"), result.stdout
