@@ -1,7 +1,7 @@
 """The `reward-service` command: serve, score one answer by hand, benchmark, slime, ray.
 
 `serve` and `score` are here; `bench`, `slime` and `ray` register themselves
-(`bench/runner.py`, `launcher/slime_command.py`, `rayserve/ray_command.py`), and every
+(`bench/bench_command.py`, `launcher/slime_command.py`, `rayserve/ray_command.py`), and every
 command fails the same way (`reward_service.subcommands.guarded`). All of them
 are always there: a missing dependency fails the command line loudly, at once.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 import pydantic
 
-from reward_service.bench.runner import register as register_bench
+from reward_service.bench.bench_command import register as register_bench
 from reward_service.launcher.slime_command import register as register_slime
 from reward_service.rayserve.ray_command import register as register_ray
 from reward_service.settings import Settings

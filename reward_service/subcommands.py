@@ -1,6 +1,6 @@
 """What the `reward-service` sub-commands share: how they register, fail, and read their input.
 
-`cli.py` builds the parser; `bench/runner.py`, `launcher/slime_command.py` (`slime`)
+`cli.py` builds the parser; `bench/bench_command.py`, `launcher/slime_command.py` (`slime`)
 and `rayserve/ray_command.py` (`ray`) each add a command with `register(Subparsers)`
 and store its handler as `args.run`. Here, below all of them (standard library
 and `errors` only), is what they have in common:

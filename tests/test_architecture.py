@@ -282,7 +282,7 @@ def test_the_checker_fails_on_planted_upward_imports(tmp_path: Path) -> None:
             "server/app.py": "from reward_service.scorers.base import __version__\n",
             "sandbox/__init__.py": "def run():\n    import httpx\n",
             "bench/__init__.py": "",
-            "bench/runner.py": "from reward_service.testing import live_server\n",
+            "bench/bench_command.py": "from reward_service.testing import live_server\n",
             "launcher/__init__.py": "from reward_service.rayserve import spec\n",
             "rayserve/__init__.py": "",
             "rayserve/spec.py": "from reward_service.launcher import slime_command\n",
@@ -291,7 +291,7 @@ def test_the_checker_fails_on_planted_upward_imports(tmp_path: Path) -> None:
         },
     )
     assert sorted(_check(package)) == [
-        "reward_service.bench.runner (bench) imports reward_service.testing (testing)",
+        "reward_service.bench.bench_command (bench) imports reward_service.testing (testing)",
         "reward_service.launcher (launcher) imports reward_service.rayserve.spec (rayserve)",
         "reward_service.newpart is in no part: add it to PARTS",
         "reward_service.rayserve.spec (rayserve) imports "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.bench.runner import WORKLOADS, Run, rounds_of
+from reward_service.bench.bench_command import WORKLOADS, Run, rounds_of
 from reward_service.cli import build_parser
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from reward_service.bench.code import KIND_WEIGHTS, KINDS, code_workload, kind_counts
+from reward_service.bench.code_workload import KIND_WEIGHTS, KINDS, code_workload, kind_counts
 from reward_service.contracts.slime import sample_from_json
 from reward_service.scorers.code.judge import CodeScorer
 

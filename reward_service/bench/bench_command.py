@@ -6,7 +6,7 @@ grades a GRPO-shaped set of answers fresh to it (its own seed: labels unique
 per group, 8 answers per group, ~10% truncated), in one run on this machine:
 
 * plain: the workload's plain grader (math_verify `parse` + `verify`; for
-  `code`, a fresh subprocess per test, `bench/code.py`) in as many processes
+  `code`, a fresh subprocess per test, `bench/code_workload.py`) in as many processes
   as CPUs, what a peer does in-process;
 * /score: the service over HTTP with a SLIME-like client (one aiohttp
   session, 64 connections);
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from reward_service.bench.code import code_workload, grade_naive, warm_naive
+from reward_service.bench.code_workload import code_workload, grade_naive, warm_naive
 from reward_service.bench.workload import Workload, grpo_workload, request_body
 from reward_service.cpus import available_cpus
 from reward_service.subcommands import Subparsers
