@@ -82,7 +82,7 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers", "pydantic"),
     ),
     "sample": (("floor",), ()),
-    "grading": (("floor", "settings", "sandbox", "scorers", "sample"), ()),
+    "grading": (("floor", "settings", "scorers", "sample"), ()),
     "contracts": (("floor", "sample"), ()),
     "server": (
         ("floor", "settings", "sample", "contracts", "grading"),
