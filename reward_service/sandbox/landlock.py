@@ -37,11 +37,20 @@ def abi() -> int:
         return 0
 
 
+_HELD: dict[str, tuple[int, bool]] = {}
+"""Read paths opened (O_PATH) once per process, with whether each is a directory: a rule
+names the inode the path had then (a path replaced since is not readable, not the new one).
+Runs close them (`confine._own_fds`)."""
+_ABI: list[int] = []
+
+
 class Ruleset:
     """A ruleset fd: `read` paths readable, `write` paths fully usable, the rest denied."""
 
     def __init__(self, read: Iterable[str], write: Iterable[str]) -> None:
-        version = abi()
+        if not _ABI:
+            _ABI.append(abi())
+        version = _ABI[0]
         if version < 1:
             raise OSError(95, "landlock unavailable")
         handled_fs = _FS_BY_ABI[max(v for v in _FS_BY_ABI if v <= version)]
@@ -56,11 +65,25 @@ class Ruleset:
         self.fd = linux.syscall(linux.LANDLOCK_CREATE_RULESET, attributes, len(attributes), 0)
         read_access = _EXECUTE | _READ_FILE | _READ_DIR
         for path in read:
-            self._allow(path, read_access)
+            self._allow(path, read_access, held=True)
         for path in write:
             self._allow(path, handled_fs)
 
-    def _allow(self, path: str, access: int) -> None:
+    def _allow(self, path: str, access: int, held: bool = False) -> None:
+        if held:
+            opened = _HELD.get(path)
+            if opened is None:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    return
+                opened = _HELD[path] = (fd, os.path.isdir(path))
+            fd, is_dir = opened
+            if not is_dir:
+                access &= _FILE_ONLY
+            rule = struct.pack("=Qi", access, fd)
+            linux.syscall(linux.LANDLOCK_ADD_RULE, self.fd, _RULE_PATH_BENEATH, rule, 0)
+            return
         try:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:

@@ -42,6 +42,7 @@ _JGE_K = 0x35
 _JSET_K = 0x45
 _AND_K = 0x54
 _RET_K = 0x06
+_JA = 0x05
 
 _ALLOW = 0x7FFF0000
 _KILL_PROCESS = 0x80000000
@@ -110,69 +111,140 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> _Instruction:
     return (code, jt, jf, k)
 
 
+class _PidCheck:
+    """Where the run's own pid goes: `JEQ pid, jt=0, jf=1` once it is known."""
+
+
+_Item = _Instruction | _PidCheck
+
+
 class SyscallFilter:
-    """The filter for this architecture, built once; `install` fills in the run's pid."""
+    """The filter for this architecture, built once; `install` fills in the run's pid.
+
+    After the architecture checks, the syscall number picks its rule by a binary search
+    over the numbers that have one (every other number is allowed): about log2(rules)
+    comparisons for any call, so that the kernel's emulation of the filter for each
+    syscall number at install (its always-allowed cache) and each filtered call stay short.
+    """
 
     def __init__(self, read_only_files: bool = False) -> None:
         if linux.ARCH is None:
             raise OSError(errno.ENOTSUP, "seccomp filter: unsupported architecture")
         self.read_only_files = read_only_files
-        program = [
+        header: list[_Item] = [
             _op(_LD_W_ABS, _ARCH),
             _op(_JEQ_K, _AUDIT_ARCH[linux.ARCH], jt=1),
             _op(_RET_K, _KILL_PROCESS),
             _op(_LD_W_ABS, _NR),
         ]
         if linux.ARCH == "x86_64":
-            program += [_op(_JGE_K, _X32_SYSCALL_BIT, jf=1), _op(_RET_K, _KILL_PROCESS)]
-        refused = [(name, _EPERM) for name in DENIED]
-        refused += [(name, _ENOSYS) for name in _ENOSYS_CALLS]
-        if read_only_files:
-            refused += [(name, _EACCES) for name in FILE_WRITES]
-        for name, denial in refused:
+            header += [_op(_JGE_K, _X32_SYSCALL_BIT, jf=1), _op(_RET_K, _KILL_PROCESS)]
+        rules: dict[int, list[_Item]] = {}
+
+        def rule(name: str, block: list[_Item]) -> None:
             number = linux.syscall_number(name)
             if number is not None:
-                program += [_op(_JEQ_K, number, jf=1), _op(_RET_K, denial)]
-        program += _only_if("clone", 0, linux.CLONE_THREAD | _NAMESPACE_FLAGS, linux.CLONE_THREAD)
-        program += _only_if("prlimit64", 0, 0xFFFFFFFF, 0)
-        program += _checked(
+                if number in rules:  # one rule per number: none may silently replace another
+                    raise ValueError(f"seccomp filter: two rules for syscall {number}")
+                rules[number] = block
+
+        for name in DENIED:
+            rule(name, [_op(_RET_K, _EPERM)])
+        for name in _ENOSYS_CALLS:
+            rule(name, [_op(_RET_K, _ENOSYS)])
+        if read_only_files:
+            for name in FILE_WRITES:
+                rule(name, [_op(_RET_K, _EACCES)])
+        rule("clone", _allow_if(0, linux.CLONE_THREAD | _NAMESPACE_FLAGS, linux.CLONE_THREAD))
+        rule("prlimit64", _allow_if(0, 0xFFFFFFFF, 0))
+        rule(
             "fcntl",
-            _equals_any(1, _SIGNAL_OWNER_FCNTLS, _EPERM)
-            + _if_equals(1, _F_SETFL, _has_bits(2, _O_ASYNC, _EPERM)),
+            [
+                *_equals_any(1, _SIGNAL_OWNER_FCNTLS, _EPERM),
+                *_if_equals(1, _F_SETFL, _has_bits(2, _O_ASYNC, _EPERM)),
+                _op(_RET_K, _ALLOW),
+            ],
         )
-        program += _checked("ioctl", _equals_any(1, _REFUSED_IOCTLS, _EPERM))
+        rule("ioctl", [*_equals_any(1, _REFUSED_IOCTLS, _EPERM), _op(_RET_K, _ALLOW)])
         for name, arg in _OPEN_FLAGS_ARG.items():
             checks = _has_bits(arg, _O_TMPFILE, _EPERM)
             if read_only_files:
                 checks += _has_bits(arg, _WRITE_FLAGS, _EACCES)
-            program += _checked(name, checks)
-        self._pid_slots: list[int] = []
+            rule(name, [*checks, _op(_RET_K, _ALLOW)])
         for name in _OWN_PID_IN_ARG0:
-            self._pid_slots.append(len(program) + 3)
-            program += _only_if(name, 0, 0xFFFFFFFF, _PID_PLACEHOLDER)
-        program.append(_op(_RET_K, _ALLOW))
+            rule(
+                name,
+                [_op(_LD_W_ABS, _ARGS_LOW), _PidCheck(), _op(_RET_K, _ALLOW), _op(_RET_K, _EPERM)],
+            )
+        items = header + _search(_ranges(rules))
+        self._pid_slots = [i for i, item in enumerate(items) if isinstance(item, _PidCheck)]
+        program = [
+            _op(_JEQ_K, _PID_PLACEHOLDER, jf=1) if isinstance(item, _PidCheck) else item
+            for item in items
+        ]
         self._template = b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
         self.length = len(program)
+        self._buffer = ctypes.create_string_buffer(self._template, len(self._template))
+        self._fprog = _SockFprog(self.length, ctypes.cast(self._buffer, ctypes.c_char_p))
 
     def install(self, own_pid: int) -> None:
-        """Confine the calling (single-threaded) process; `own_pid` may still be signalled."""
-        program = bytearray(self._template)
-        for slot in self._pid_slots:
-            struct.pack_into("=HBBI", program, slot * 8, _JEQ_K, 0, 1, own_pid)
-        buffer = ctypes.create_string_buffer(bytes(program), len(program))
-        fprog = _SockFprog(self.length, ctypes.cast(buffer, ctypes.c_char_p))
+        """Confine the calling (single-threaded) process; `own_pid` may still be signalled.
+
+        Writes the pid into the filter built in the zygote: a forked run changes its own
+        copy only."""
+        self._set_pid(own_pid)
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-        linux.prctl(linux.PR_SET_SECCOMP, 2, ctypes.c_void_p(ctypes.addressof(fprog)))
+        linux.prctl(linux.PR_SET_SECCOMP, 2, ctypes.c_void_p(ctypes.addressof(self._fprog)))
+
+    def program(self, own_pid: int) -> bytes:
+        """The instructions `install` hands the kernel, with `own_pid` filled in."""
+        self._set_pid(own_pid)
+        return self._buffer.raw
+
+    def _set_pid(self, own_pid: int) -> None:
+        for slot in self._pid_slots:
+            struct.pack_into("=HBBI", self._buffer, slot * 8, _JEQ_K, 0, 1, own_pid)
 
 
-def _checked(name: str, checks: list[_Instruction]) -> list[_Instruction]:
-    """For `name`, `checks` (each refuses or falls through), then allow; the accumulator holds
-    nr. Nothing where the architecture has no such call."""
-    number = linux.syscall_number(name)
-    if number is None:
-        return []
-    body = [*checks, _op(_RET_K, _ALLOW)]
-    return [_op(_JEQ_K, number, jf=len(body)), *body]
+def _allow_if(arg: int, mask: int, equals: int, denial: int = _EPERM) -> list[_Item]:
+    """Allow when `args[arg] & mask == equals` (low 32 bits), else `denial`."""
+    return [
+        _op(_LD_W_ABS, _ARGS_LOW + 8 * arg),
+        _op(_AND_K, mask),
+        _op(_JEQ_K, equals, jf=1),
+        _op(_RET_K, _ALLOW),
+        _op(_RET_K, denial),
+    ]
+
+
+def _ranges(rules: dict[int, list[_Item]]) -> list[tuple[int, list[_Item]]]:
+    """(first number, block) of consecutive ranges covering every number from 0: a number
+    with a rule alone, or with its neighbours when they refuse alike; allowed in between."""
+    allow: list[_Item] = [_op(_RET_K, _ALLOW)]
+    ranges: list[tuple[int, list[_Item]]] = []
+    free = 0
+    for number in sorted(rules):
+        block = rules[number]
+        if number > free:
+            ranges.append((free, allow))
+        elif ranges and len(block) == 1 and ranges[-1][1] == block:
+            free = number + 1
+            continue
+        ranges.append((number, block))
+        free = number + 1
+    ranges.append((free, allow))
+    return ranges
+
+
+def _search(ranges: list[tuple[int, list[_Item]]]) -> list[_Item]:
+    """A binary search over `ranges` (the accumulator holds nr): each range's block."""
+    if len(ranges) == 1:
+        return list(ranges[0][1])
+    middle = len(ranges) // 2
+    low, high = _search(ranges[:middle]), _search(ranges[middle:])
+    if len(low) <= 255:
+        return [_op(_JGE_K, ranges[middle][0], jt=len(low)), *low, *high]
+    return [_op(_JGE_K, ranges[middle][0], jf=1), _op(_JA, len(low)), *low, *high]
 
 
 def _equals_any(arg: int, values: tuple[int, ...], denial: int) -> list[_Instruction]:
@@ -193,24 +265,5 @@ def _has_bits(arg: int, bits: int, denial: int) -> list[_Instruction]:
     return [
         _op(_LD_W_ABS, _ARGS_LOW + 8 * arg),
         _op(_JSET_K, bits, jf=1),
-        _op(_RET_K, denial),
-    ]
-
-
-def _only_if(
-    name: str, arg: int, mask: int, equals: int, denial: int = _EPERM
-) -> list[_Instruction]:
-    """Allow `name` when `args[arg] & mask == equals` (low 32 bits), else `denial`.
-
-    Nothing where the architecture has no such call; the accumulator holds nr."""
-    number = linux.syscall_number(name)
-    if number is None:
-        return []
-    return [
-        _op(_JEQ_K, number, jf=5),
-        _op(_LD_W_ABS, _ARGS_LOW + 8 * arg),
-        _op(_AND_K, mask),
-        _op(_JEQ_K, equals, jf=1),
-        _op(_RET_K, _ALLOW),
         _op(_RET_K, denial),
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import mmap
 import os
 import select
 import stat
@@ -44,8 +45,12 @@ class Sink:
 
     def __init__(self, capacity: int, windowed: bool = False) -> None:
         self.capacity, self.windowed, self.size = capacity, windowed, 0
-        self.buffer = protocol.private_buffer(capacity)
-        self.view = memoryview(self.buffer)
+        free = _FREE.get((capacity, windowed))
+        if free:
+            self.buffer, self.view = free.pop()
+        else:
+            self.buffer = protocol.private_buffer(capacity)
+            self.view = memoryview(self.buffer)
 
     def read_from(self, fd: int) -> bool:
         """Read what `fd` has; False at end of file. A full plain sink reads no more."""
@@ -74,8 +79,22 @@ class Sink:
         return self.buffer.find(prefix, start, end) == start
 
     def close(self) -> None:
-        self.view.release()
-        self.buffer.close()
+        """Give the buffer back for a later sink of the same shape (its pages stay faulted in),
+        or free it once `_FREE_MAX` wait in all. Only `size` bytes of a buffer are ever read."""
+        if self.size < 0:
+            return  # closed already: a buffer goes back once, or two sinks would share it
+        self.size = -1
+        if sum(map(len, _FREE.values())) < _FREE_MAX:
+            _FREE.setdefault((self.capacity, self.windowed), []).append((self.buffer, self.view))
+        else:
+            self.view.release()
+            self.buffer.close()
+
+
+_FREE: dict[tuple[int, bool], list[tuple[mmap.mmap, memoryview]]] = {}
+"""Closed sinks' buffers (MADV_DONTFORK: no run is forked with them), by capacity and kind."""
+_FREE_MAX = 12
+"""Four runs' sinks (three each): the most a zygote keeps for later runs."""
 
 
 @dataclass
