@@ -294,7 +294,7 @@ def test_sandbox_layers_are_reported(campaign: Campaign) -> None:
     assert "code" in campaign.scorers["scorers"], campaign.scorers
     layers = campaign.scorers.get("checks", {}).get("code", {}).get("layers")
     assert layers and campaign.reach.get("sandbox") == layers, (campaign.scorers, campaign.reach)
-    assert f"code sandbox layers: {', '.join(layers)}" in campaign.log
+    assert f"code start-up check: sandbox layers: {', '.join(layers)}" in campaign.log
 
 
 def test_a_run_signals_nothing(campaign: Campaign) -> None:
