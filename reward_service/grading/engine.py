@@ -156,7 +156,7 @@ class ScoringEngine:
         scorer_settings = self._scorer_settings()
         deadlines = {name: self.deadline_for(name) for name in self.registry.names()}
         self.limits = replace(self.limits, deadlines=deadlines)
-        self.registry = self.registry.with_limits(self.limits).with_settings(scorer_settings)
+        self.registry = self.registry.configured(self.limits, scorer_settings)
         self._run_checks(scorer_settings)
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])

@@ -118,13 +118,11 @@ class ScorerRegistry:
         """The scorer `name` grades with: `<type>` for `boxed_<type>`, else `name`."""
         return self._boxed.get(name, name)
 
-    def with_settings(self, settings: Mapping[str, ScorerSettings]) -> ScorerRegistry:
-        """This registry's scorers, built with `settings` (by scorer name)."""
-        return ScorerRegistry(self._targets, self._limits, settings)
-
-    def with_limits(self, limits: GradingLimits) -> ScorerRegistry:
-        """This registry's scorers, built with `limits`."""
-        return ScorerRegistry(self._targets, limits, self._settings)
+    def configured(
+        self, limits: GradingLimits, settings: Mapping[str, ScorerSettings]
+    ) -> ScorerRegistry:
+        """This registry's scorers, built with `limits` and `settings` (by scorer name)."""
+        return ScorerRegistry(self._targets, limits, settings)
 
     def modules(self) -> list[str]:
         """The modules that define the scorers, to preload in worker parents."""
@@ -173,11 +171,6 @@ class ScorerRegistry:
                 scorer = boxed(self._limits, settings, shared)  # type: ignore[arg-type]
             self._instances[name] = scorer
         return scorer
-
-    def load_all(self) -> None:
-        """Build every scorer now, so a broken plugin fails at start-up."""
-        for name in self.names():
-            self.get(name)
 
     def build(self, kind: type[ScorerBase]) -> list[ScorerBase]:
         """Build every scorer of `kind` (`Scorer`: a worker's; `AsyncScorer`: the server's),

@@ -198,7 +198,7 @@ class _Runs:
         driver = statements_driver(source, setup, sources, mark, self.stop)
         found = self._run(driver, b"", mark, len(sources))
         failures = [
-            Failure(i, kind if kind in _FAILURE_KINDS else "wrong_output", str(report[1:][:1]))
+            Failure(i, kind if kind in _FAILURE_KINDS else "wrong_output", str([*report, ""][1]))
             for i, report in enumerate(found.reports)
             if (kind := report[0]) != "ok"
         ]
