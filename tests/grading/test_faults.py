@@ -113,7 +113,8 @@ def test_a_failing_screen_leaves_the_answer_to_a_worker(faults_server: LiveServe
 
 
 def test_sigkilled_worker_loses_no_request(faults_server: LiveServer) -> None:
-    """SIGKILL a worker under load: every request answered right, readiness recovers."""
+    """SIGKILL a worker under load: every request answered (right, or `error` for one hit
+    twice), readiness recovers."""
     items = grpo_workload(seed=13, answers=400, max_chars=8_000)
     requests = [("/score", request_body(item)) for item in items]
 
@@ -133,7 +134,17 @@ def test_sigkilled_worker_loses_no_request(faults_server: LiveServer) -> None:
     killed_under_load = len(kills)
     killer.join()
     assert killed_under_load >= 1, "no worker was killed while requests were in flight"
-    assert [d["reward"] for _, d in results] == [i["expected"] for i in items]
+    # A task is retried once (a second death is taken for a poison answer), and with three
+    # kills one task can be on two of the victims: it, and only it, is `error`, not lost.
+    wrong = [
+        (d["reward"], d["status"], d.get("reason", ""))
+        for (_, d), item in zip(results, items, strict=True)
+        if d["reward"] != item["expected"]
+    ]
+    assert len(wrong) <= killed_under_load - 1, wrong
+    assert all(
+        r == 0.0 and s == "error" and why.startswith("worker died") for r, s, why in wrong
+    ), wrong
     _wait_ready(faults_server)
     _wait_workers(faults_server, 2)
 
