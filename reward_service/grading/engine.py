@@ -177,6 +177,7 @@ class ScoringEngine:
         self._pool = pool
         for scorer in self.registry.build(AsyncScorer):
             assert isinstance(scorer, AsyncScorer)
+            scorer.use_workers(self._grade_in_worker)
             await scorer.open()
             self._opened.append(scorer)
             self._bounds[scorer.name] = asyncio.Semaphore(scorer.concurrency)
@@ -188,7 +189,8 @@ class ScoringEngine:
         for name in self.registry.targets():
             model = self.registry.scorer_class(name).settings_model
             if model is not None:
-                found[name] = self.settings.scorer_settings(name, model)
+                owner = self.registry.scorer_class(name).settings_name or name
+                found[name] = self.settings.scorer_settings(owner, model)
         return found
 
     def _run_checks(self, scorer_settings: Mapping[str, ScorerSettings]) -> None:
@@ -342,7 +344,7 @@ class ScoringEngine:
         return count if issubclass(cls, AsyncScorer) else cls.batch_size
 
     def _with_fallback(self, score: Score) -> Score:
-        if score.status in (Status.TIMEOUT, Status.ERROR):
+        if score.status in (Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED):
             return Score(self.settings.fallback_reward, score.status, score.details)
         return score
 
@@ -422,6 +424,8 @@ class ScoringEngine:
         async def timed(sample: Sample) -> Score:
             try:
                 return await asyncio.wait_for(one(sample), deadline_s)
+            except Overloaded:  # the scorer asks the client to come back later (503)
+                raise
             except TimeoutError:
                 return Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
             except Exception as exc:  # a scorer bug costs its answer, never the service
@@ -435,6 +439,19 @@ class ScoringEngine:
             return list(await asyncio.gather(*(timed(sample) for sample in samples)))
         finally:
             self.in_flight -= len(samples)
+
+    async def _grade_in_worker(self, name: str, item: ScoringInput) -> Score:
+        """An async scorer's request for CPU-bound scorer `name`'s grade of `item`
+        (`AsyncScorer.grade_in_worker`): screened and run in the pool as any answer."""
+        if name not in self.registry or issubclass(self.registry.scorer_class(name), AsyncScorer):
+            return Score.error(f"{name[:_MAX_NAME_ECHO]!r} is not a CPU-bound scorer")
+        prompt, response, label, options = item
+        sample = Sample(response, label, prompt, name, options)
+        settled = self._precheck(sample, name)
+        if settled is not None:
+            return settled
+        [score] = await self._run(name, [sample])
+        return score
 
 
 def _with_options(sample: Sample, options: Mapping[str, JSON]) -> Sample:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -40,6 +40,8 @@ class Status(str, enum.Enum):
     NO_ANSWER = "no_answer"
     TIMEOUT = "timeout"
     ERROR = "error"
+    JUDGE_FAILED = "judge_failed"
+    """A model judge gave no verdict (outage, limit, unreadable reply): the fallback reward."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ class GradingLimits:
 
     def deadline_for(self, name: str, default: float = 10.0) -> float:
         return self.deadlines.get(name, default)
+
+
+WorkerGrade = Callable[[str, ScoringInput], Awaitable[Score]]
+"""The engine's grading of one answer by a CPU-bound scorer, named, in a grading worker."""
 
 
 class ScorerSettings(BaseSettings):
@@ -142,6 +148,10 @@ class ScorerBase(abc.ABC):
 
     settings_model: ClassVar[type[ScorerSettings] | None] = None
     """The scorer's own settings (`REWARD_<NAME>__<FIELD>`); None: it has none."""
+
+    settings_name: ClassVar[str | None] = None
+    """The `<NAME>` its settings are read under when not its own: scorers that share one
+    resource (a judge endpoint) share its settings."""
 
     def __init__(
         self, limits: GradingLimits | None = None, settings: ScorerSettings | None = None
@@ -230,6 +240,21 @@ class AsyncScorer(ScorerBase):
 
     concurrency: ClassVar[int] = 64
     """Gradings in progress at once; the rest wait their turn within their deadline."""
+
+    _workers: WorkerGrade | None = None
+
+    def use_workers(self, grade: WorkerGrade) -> None:
+        """Called by the engine before `open`: how `grade_in_worker` reaches the pool."""
+        self._workers = grade
+
+    async def grade_in_worker(
+        self, scorer: str, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
+    ) -> Score:
+        """The grade of CPU-bound scorer `scorer` (math_verify, say), done in a grading worker
+        as any answer is (screen, deadline, retry), awaited without blocking the loop."""
+        if self._workers is None:
+            return Score.error("no grading workers: the scorer is not served by an engine")
+        return await self._workers(scorer, (prompt, response, label, options))
 
     async def open(self) -> None:
         """Start this scorer's resources, before the service reports ready."""
