@@ -9,6 +9,7 @@
      │    ├── ClientGone          the client hung up before its body arrived
      │    └── PayloadTooLarge     body or batch over its cap
      ├── Overloaded             queue or body-byte budget full, or draining; retry later
+ │    └── JudgeUnavailable    the judge endpoint is down and the outage policy says wait
      ├── ScorerLoadError        a scorer or plugin failed to load (start-up)
      ├── InvalidSetting         a setting names an unknown scorer, option or value (start-up)
      └── SandboxUnavailable     the code sandbox cannot start or lacks a required layer (start-up)
@@ -70,6 +71,11 @@ class Overloaded(RewardServiceError):
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class JudgeUnavailable(Overloaded):
+    """The judge endpoint cannot answer now (circuit open, outage) and the deployment chose
+    503 + Retry-After over the fallback reward (`REWARD_JUDGE__ON_OUTAGE=retry_later`)."""
 
 
 class ScorerLoadError(RewardServiceError):

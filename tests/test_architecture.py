@@ -79,7 +79,15 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sandbox": (("floor",), ()),
     "scorers": (
         ("floor", "sandbox"),
-        ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers", "pydantic"),
+        (
+            "math_verify",
+            "latex2sympy2_extended",
+            "sympy",
+            "torch",
+            "transformers",
+            "pydantic",
+            "openai",  # llm_judge: the judge endpoint's client
+        ),
     ),
     "sample": (("floor",), ()),
     "grading": (("floor", "settings", "scorers", "sample"), ()),

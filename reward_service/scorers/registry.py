@@ -43,6 +43,8 @@ BUILTINS: dict[str, str] = {
     "gpqa": "reward_service.scorers.gpqa:GpqaScorer",
     "random": "reward_service.scorers.random_reward:RandomScorer",
     "code": "reward_service.scorers.code.judge:CodeScorer",
+    "judge": "reward_service.scorers.llm_judge.judge_scorers:JudgeScorer",
+    "math_judge": "reward_service.scorers.llm_judge.judge_scorers:MathJudgeScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
 

@@ -12,6 +12,7 @@ from reward_service.errors import (
     BadRequest,
     ClientError,
     ClientGone,
+    JudgeUnavailable,
     Overloaded,
     PayloadTooLarge,
     RequestTimeout,
@@ -28,6 +29,7 @@ STATUS: dict[type[RewardServiceError], int] = {
     PayloadTooLarge: 413,  # body or batch over its cap
     ClientGone: 499,  # the client hung up before its body arrived (nginx's code)
     Overloaded: 503,  # queue or body-byte budget full, or draining: retry after Retry-After
+    JudgeUnavailable: 503,  # the judge is down and the deployment waits for it: Retry-After
     ClientError: 400,  # a client error without a row of its own (the test forbids one)
 }
 

@@ -38,7 +38,7 @@ version = "0.1.0"
 
 [project.entry-points."reward_service.scorers"]
 greeting = "lifecycle_scorers:GreetingScorer"
-judge = "lifecycle_scorers:SlowJudge"
+slow_judge = "lifecycle_scorers:SlowJudge"
 """
 
 MODULE = '''\
@@ -86,7 +86,7 @@ class JudgeSettings(ScorerSettings):
 class SlowJudge(AsyncScorer):
     """I/O-bound: asks a slow endpoint for the verdict."""
 
-    name = "judge"
+    name = "slow_judge"
     settings_model = JudgeSettings
     concurrency = 64
 
@@ -173,11 +173,11 @@ def _env(site: Path, marks: Path, endpoint: SlowEndpoint) -> dict[str, str]:
         "PYTHONPATH": path,
         "REWARD_GREETING__GREETING": "bonjour",
         "REWARD_GREETING__MARKS": str(marks),
-        "REWARD_JUDGE__URL": endpoint.url,
-        "REWARD_JUDGE__MARKS": str(marks),
+        "REWARD_SLOW_JUDGE__URL": endpoint.url,
+        "REWARD_SLOW_JUDGE__MARKS": str(marks),
         "REWARD_MAX_QUEUE": str(2 * BATCHES * PER_BATCH),
         "REWARD_MAX_BATCH_ITEMS": str(PER_BATCH),
-        "REWARD_SCORER_DEADLINES": '{"judge": 60}',
+        "REWARD_SCORER_DEADLINES": '{"slow_judge": 60}',
         "REWARD_ACCESS_LOG": "off",
     }
 
@@ -200,11 +200,11 @@ def test_each_kind_is_served_with_its_own_settings(served: tuple[LiveServer, Pat
     assert (cpu["reward"], cpu["opened"]) == (1.0, True), cpu
     assert cpu["pid"] in server.worker_pids()
     io = httpx.post(
-        f"{server.url}/score/judge?detail=1", json={**body, "label": "bonjour"}, timeout=30
+        f"{server.url}/score/slow_judge?detail=1", json={**body, "label": "bonjour"}, timeout=30
     ).json()
     assert (io["reward"], io["status"], io["verdict"]) == (1.0, "ok", "bonjour"), io
     boxed = {**body, "response": "\\boxed{bonjour}", "label": "bonjour"}
-    assert httpx.post(f"{server.url}/score/boxed_judge", json=boxed, timeout=30).json() == 1.0
+    assert httpx.post(f"{server.url}/score/boxed_slow_judge", json=boxed, timeout=30).json() == 1.0
 
 
 def test_start_up_checks_are_reported(served: tuple[LiveServer, Path]) -> None:
@@ -217,7 +217,7 @@ def test_start_up_checks_are_reported(served: tuple[LiveServer, Path]) -> None:
         "summary": "greeting is 'bonjour'",
         "greeting": "bonjour",
     }
-    assert checks["judge"]["ok"] is True and checks["judge"]["required"] is False
+    assert checks["slow_judge"]["ok"] is True and checks["slow_judge"]["required"] is False
     assert len(list(marks.glob("greeting-open-*"))) == 2, "one open per worker"
     assert (marks / "judge-open").exists(), "the async scorer opened once, in the server"
 
@@ -239,7 +239,9 @@ def test_async_scorer_under_load_holds_its_bound_and_leaves_the_loop_free(
                 items = [
                     {"prompt": "", "response": f"a{i}", "label": f"a{i}"} for i in range(PER_BATCH)
                 ]
-                answer = await client.post(f"{server.url}/score/judge/batch", json={"items": items})
+                answer = await client.post(
+                    f"{server.url}/score/slow_judge/batch", json={"items": items}
+                )
                 return [float(r) for r in answer.json()["rewards"]]
 
             async def probe(done: asyncio.Event) -> list[float]:
@@ -278,7 +280,7 @@ def test_shutdown_drains_then_closes_the_async_scorers_resource(
         with httpx.Client(timeout=30) as client:
             pending = threading.Thread(
                 target=lambda: setattr(
-                    pending, "answer", client.post(f"{server.url}/score/judge", json=body)
+                    pending, "answer", client.post(f"{server.url}/score/slow_judge", json=body)
                 )
             )
             pending.start()

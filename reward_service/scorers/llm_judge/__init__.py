@@ -1,0 +1,7 @@
+"""LLM-as-judge scorers: a model on an OpenAI-compatible endpoint decides equivalence.
+
+`judge_settings` (the endpoint and its bounds), `judge_prompt` (the prompt, the
+final answer, strict verdicts), `judge_limits` (rate limits and the circuit
+breaker), `judge_client` (calls, cache, one shared client per endpoint) and
+`judge_scorers` (`judge`, `math_judge`). See docs/judge.md.
+"""

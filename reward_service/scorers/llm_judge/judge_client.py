@@ -1,0 +1,256 @@
+"""Asking the judge: one `JudgeEndpoint` per endpoint, shared by the scorers that use it.
+
+It holds the `openai` client (`AsyncOpenAI`: keep-alive connections, retries on
+408/409/429/5xx and connection errors that honour `Retry-After`, per-call
+timeouts, typed errors), the bounds (a cap on calls in flight, per-minute
+request and token budgets, a circuit breaker, a deadline per answer covering
+every wait and retry) and the verdict cache. The cache keys on a digest of
+(template, model, question, reference, final answer), and answers asking what is
+already being asked wait for that one call: the eight answers of a GRPO group
+that share a final answer cost one call. A failure is an `Outcome` with a kind
+from `FAILURES`, never an exception; the API key appears in no log, error or
+outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+import openai
+
+from reward_service.scorers.base import JSON
+from reward_service.scorers.llm_judge.judge_limits import Circuit, CircuitBreaker, MinuteBudget
+from reward_service.scorers.llm_judge.judge_prompt import Verdict, read_verdict
+from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+
+FAILURES = frozenset(
+    {
+        "not_configured",  # no base URL set
+        "circuit_open",  # the breaker is open: nothing was sent
+        "deadline",  # the answer's deadline passed (waits and retries included)
+        "timeout",  # a call timed out (after its retries)
+        "connection",  # the endpoint could not be reached, or hung up mid-reply
+        "rate_limited",  # 429 after the retries
+        "server_error",  # 5xx after the retries
+        "refused",  # 401, 403, 404 and other 4xx: the endpoint will not serve us
+        "bad_request",  # 400, 413, 422: this one prompt was refused
+        "malformed",  # a reply that is not a chat completion (bad JSON, no choices)
+        "no_verdict",  # a reply without exactly one verdict
+    }
+)
+OUTAGES = frozenset(
+    {"not_configured", "circuit_open", "deadline", "timeout", "connection", "rate_limited"}
+    | {"server_error", "refused"}
+)
+"""Failures of the endpoint rather than of one answer: the breaker counts them, and
+`on_outage=retry_later` answers them with 503."""
+_CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What asking the judge about one answer came to."""
+
+    verdict: Verdict | None
+    failure: str | None = None
+    """A kind from `FAILURES` when there is no verdict."""
+    cache: str = "miss"
+    """`hit` when the verdict was cached or shared with an identical answer in flight."""
+    calls: int = 0
+    seconds: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    circuit: Circuit = Circuit.CLOSED
+    retry_after_s: int = 1
+    """For `on_outage=retry_later`: when the endpoint may answer again."""
+
+    def facts(self) -> dict[str, JSON]:
+        """The judge's part of `?detail=1`, which metrics count (fixed keys and kinds only)."""
+        facts: dict[str, JSON] = {
+            "calls": self.calls,
+            "seconds": round(self.seconds, 4),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "circuit": self.circuit.value,
+        }
+        if self.failure is not None:
+            facts["failure"] = self.failure
+        return facts
+
+
+class JudgeEndpoint:
+    """One judge endpoint: its client, its bounds and its verdict cache."""
+
+    def __init__(self, settings: JudgeSettings) -> None:
+        self.settings = settings
+        self._client: openai.AsyncOpenAI | None = None
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._requests = MinuteBudget(settings.requests_per_minute)
+        self._tokens = MinuteBudget(settings.tokens_per_minute)
+        self.breaker = CircuitBreaker(settings.breaker_failures, settings.breaker_open_s)
+        self._verdicts: OrderedDict[bytes, Verdict] = OrderedDict()
+        self._asking: dict[bytes, asyncio.Task[Outcome]] = {}
+        self.in_flight = 0
+        """Calls in flight now (at most `settings.concurrency`)."""
+        self.most_in_flight = 0
+
+    async def open(self) -> None:
+        if self.settings.base_url:
+            self._client = openai.AsyncOpenAI(
+                base_url=self.settings.base_url,
+                api_key=self.settings.key(),
+                timeout=self.settings.timeout_s,
+                max_retries=self.settings.max_retries,
+            )
+
+    async def close(self) -> None:
+        for task in list(self._asking.values()):
+            task.cancel()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    async def judge(self, key: tuple[str, ...], prompt: str, model: str) -> Outcome:
+        """The verdict on `prompt` (cached under `key`), asked of `model` at most once at a time."""
+        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
+        cached = self._verdicts.get(digest)
+        if cached is not None:
+            self._verdicts.move_to_end(digest)
+            return Outcome(cached, cache="hit", circuit=self.breaker.state)
+        asking = self._asking.get(digest)
+        if asking is not None:
+            shared = await asyncio.shield(asking)
+            return replace(shared, cache="hit", calls=0, seconds=0.0, tokens_in=0, tokens_out=0)
+        task = asyncio.ensure_future(self._ask(prompt, model))
+        self._asking[digest] = task
+        task.add_done_callback(lambda done: self._settle(digest, done))
+        return await asyncio.shield(task)
+
+    def _settle(self, digest: bytes, done: asyncio.Task[Outcome]) -> None:
+        self._asking.pop(digest, None)
+        if done.cancelled() or done.exception() is not None or self.settings.cache_size == 0:
+            return
+        verdict = done.result().verdict
+        if verdict is not None:
+            self._verdicts[digest] = verdict
+            if len(self._verdicts) > self.settings.cache_size:
+                self._verdicts.popitem(last=False)
+
+    async def _ask(self, prompt: str, model: str) -> Outcome:
+        """One answer's call under its deadline: every wait and retry counts."""
+        started = time.monotonic()
+        try:
+            outcome = await asyncio.wait_for(self._call(prompt, model), self.settings.deadline_s)
+        except TimeoutError:
+            self.breaker.failed()
+            outcome = self._failed("deadline", calls=1)
+        return replace(outcome, seconds=time.monotonic() - started, circuit=self.breaker.state)
+
+    async def _call(self, prompt: str, model: str) -> Outcome:
+        if self._client is None:
+            return self._failed("not_configured")
+        if not self.breaker.allow():
+            return self._failed("circuit_open")
+        estimate = len(prompt) // _CHARS_PER_TOKEN + self.settings.max_tokens
+        try:
+            await self._requests.take(1)
+            await self._tokens.take(estimate)
+            async with self._slots:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+                try:
+                    outcome = await self._request(self._client, prompt, model)
+                finally:
+                    self.in_flight -= 1
+        except asyncio.CancelledError:
+            self.breaker.released()
+            raise
+        self._tokens.refund(estimate - outcome.tokens_in - outcome.tokens_out)
+        if outcome.failure in OUTAGES:
+            self.breaker.failed()
+            wait = max(outcome.retry_after_s, math.ceil(self.breaker.retry_after_s()))
+            return replace(outcome, retry_after_s=wait)
+        self.breaker.succeeded()
+        return outcome
+
+    async def _request(self, client: openai.AsyncOpenAI, prompt: str, model: str) -> Outcome:
+        try:
+            raw = await client.chat.completions.with_raw_response.create(
+                model=model,
+                messages=[{"role": "user", "content": prompt}],
+                temperature=self.settings.temperature,
+                max_tokens=self.settings.max_tokens,
+            )
+        except openai.APITimeoutError:
+            return self._failed("timeout", calls=1 + self.settings.max_retries)
+        except openai.APIConnectionError:
+            return self._failed("connection", calls=1 + self.settings.max_retries)
+        except openai.RateLimitError as exc:
+            return self._failed("rate_limited", 1 + self.settings.max_retries, exc.response)
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            kind = "server_error" if code >= 500 else "refused"
+            kind = "bad_request" if code in (400, 413, 422) else kind
+            retries = self.settings.max_retries if code >= 500 or code in (408, 409) else 0
+            return self._failed(kind, 1 + retries, exc.response)
+        calls = 1 + raw.retries_taken
+        try:
+            completion = raw.parse()
+            usage = completion.usage
+            tokens_in = usage.prompt_tokens if usage is not None else 0
+            tokens_out = usage.completion_tokens if usage is not None else 0
+            content = completion.choices[0].message.content
+        except Exception:  # anything but a chat completion: bad JSON, no choices, wrong shape
+            return self._failed("malformed", calls)
+        verdict = read_verdict(content or "")
+        return Outcome(
+            verdict,
+            None if verdict is not None else "no_verdict",
+            calls=calls,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+        )
+
+    def _failed(self, kind: str, calls: int = 0, response: object = None) -> Outcome:
+        wait = self.breaker.retry_after_s()
+        headers = getattr(response, "headers", None)
+        if headers is not None:
+            with contextlib.suppress(ValueError):
+                wait = max(wait, float(headers.get("retry-after", 0)))
+        return Outcome(
+            None,
+            kind,
+            calls=calls,
+            circuit=self.breaker.state,
+            retry_after_s=max(1, math.ceil(wait)),
+        )
+
+
+_shared: dict[JudgeSettings, tuple[JudgeEndpoint, int]] = {}
+
+
+async def acquire(settings: JudgeSettings) -> JudgeEndpoint:
+    """The endpoint these settings describe, opened by its first user."""
+    endpoint, users = _shared.get(settings, (None, 0))
+    if endpoint is None:
+        endpoint = JudgeEndpoint(settings)
+        await endpoint.open()
+    _shared[settings] = (endpoint, users + 1)
+    return endpoint
+
+
+async def release(settings: JudgeSettings) -> None:
+    """One user less; the last one closes the endpoint."""
+    endpoint, users = _shared.pop(settings, (None, 0))
+    if endpoint is None:
+        return
+    if users > 1:
+        _shared[settings] = (endpoint, users - 1)
+    else:
+        await endpoint.close()

@@ -1,0 +1,203 @@
+"""The judge scorers: `judge` (a model decides equivalence) and `math_judge` (math_verify
+first, the model only where the rule found no match).
+
+Both ask one `JudgeEndpoint` (shared, `REWARD_JUDGE__*`) and never guess: an
+answer the judge gave no verdict on is status `judge_failed` with the fallback
+reward, or, with `on_outage=retry_later`, an endpoint outage is a 503 with
+`Retry-After`. `math_judge` never overrides the rule's `ok`; `?detail=1` says
+which decided (`path`: `rule` or `judge`).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from typing import ClassVar
+
+from reward_service.errors import InvalidSetting, JudgeUnavailable
+from reward_service.redaction import redact
+from reward_service.scorers.base import (
+    JSON,
+    AsyncScorer,
+    GradingLimits,
+    Score,
+    ScorerSettings,
+    StartupCheck,
+    Status,
+)
+from reward_service.scorers.labels import gold_texts
+from reward_service.scorers.llm_judge import judge_client
+from reward_service.scorers.llm_judge.judge_client import OUTAGES, JudgeEndpoint, Outcome
+from reward_service.scorers.llm_judge.judge_prompt import (
+    EQUIVALENCE_TEMPLATE,
+    TemplateError,
+    Verdict,
+    check_template,
+    final_answer,
+    question_text,
+    render,
+)
+from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.math_verify.scorer import EXTRACTION_MODES
+
+BUILT_IN = "equivalence"
+"""The name of our own template; `template_file` replaces it."""
+PARTIAL_REWARDS = {"zero": 0.0, "half": 0.5, "full": 1.0}
+"""Option `partial`: the reward of a `PARTIAL` verdict."""
+JUDGE_ON = {
+    "wrong": frozenset({Status.WRONG}),
+    "no_answer": frozenset({Status.NO_ANSWER}),
+    "both": frozenset({Status.WRONG, Status.NO_ANSWER}),
+}
+"""Option `judge_on` of `math_judge`: the rule's statuses the judge looks at again."""
+RULE = "math_verify"
+
+
+def load_template(settings: JudgeSettings) -> string.Template:
+    """The prompt template: the file's when set, else ours; `TemplateError`/`OSError` if bad."""
+    text = EQUIVALENCE_TEMPLATE
+    if settings.template_file is not None:
+        text = settings.template_file.read_text(encoding="utf-8")
+    return check_template(text)
+
+
+class JudgeScorer(AsyncScorer):
+    """`judge`: is the final answer (after the last `</think>`) equivalent to the label?"""
+
+    name = "judge"
+    settings_model = JudgeSettings
+    settings_name = "judge"
+    deadline_s = 60.0
+    concurrency = 65536
+    """Answers waiting on the judge may be many (cache hits need no call); the endpoint's
+    own cap is `REWARD_JUDGE__CONCURRENCY`."""
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        "model": None,
+        "partial": frozenset(PARTIAL_REWARDS),
+    }
+
+    def __init__(
+        self, limits: GradingLimits | None = None, settings: ScorerSettings | None = None
+    ) -> None:
+        super().__init__(limits, settings)
+        assert isinstance(self.settings, JudgeSettings)
+        self.judge_settings: JudgeSettings = self.settings
+        self.template = load_template(self.settings)
+        self.endpoint: JudgeEndpoint | None = None
+
+    @classmethod
+    def startup_check(
+        cls, settings: ScorerSettings | None, limits: GradingLimits
+    ) -> StartupCheck | None:
+        assert isinstance(settings, JudgeSettings)
+        try:
+            load_template(settings)
+            settings.key()
+        except (OSError, TemplateError) as exc:
+            raise InvalidSetting(f"judge settings: {exc}") from None
+        deadline = limits.deadline_for(cls.name)
+        if settings.deadline_s >= deadline:
+            raise InvalidSetting(
+                f"REWARD_JUDGE__DEADLINE_S ({settings.deadline_s}) must be below {cls.name}'s "
+                f"deadline ({deadline} s, REWARD_SCORER_DEADLINES) so a slow judge gives "
+                "judge_failed, not timeout"
+            )
+        if not settings.base_url or not settings.model:
+            return StartupCheck(
+                False,
+                "no judge endpoint: set REWARD_JUDGE__BASE_URL and REWARD_JUDGE__MODEL; "
+                "until then answers are judge_failed",
+            )
+        details: dict[str, JSON] = {
+            "base_url": redact(settings.base_url),
+            "model": settings.model,
+            "concurrency": settings.concurrency,
+            "on_outage": settings.on_outage,
+        }
+        return StartupCheck(
+            True, f"judge {details['base_url']} model {settings.model}", details=details
+        )
+
+    async def open(self) -> None:
+        self.endpoint = await judge_client.acquire(self.judge_settings)
+
+    async def close(self) -> None:
+        self.endpoint = None
+        await judge_client.release(self.judge_settings)
+
+    async def score(
+        self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
+    ) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        return await self.judged(prompt, response, label, options)
+
+    async def judged(
+        self,
+        prompt: JSON,
+        response: str,
+        label: JSON,
+        options: Mapping[str, JSON],
+        **details: JSON,
+    ) -> Score:
+        """The judge's grade of `response`'s final answer against `label`."""
+        golds = gold_texts(label)
+        if isinstance(golds, str):
+            return Score.error(golds, path="judge", **details)
+        answer = final_answer(response, self.judge_settings.max_answer_chars)
+        if answer is None:
+            return Score.no_answer("no final answer after the reasoning", path="judge", **details)
+        model = options.get("model", self.judge_settings.model)
+        if model != self.judge_settings.model and model not in self.judge_settings.models:
+            return Score.error("option model names a model REWARD_JUDGE__MODELS does not list")
+        partial = PARTIAL_REWARDS.get(str(options.get("partial", "zero")))
+        if partial is None:
+            return Score.error(f"option partial takes one of {', '.join(PARTIAL_REWARDS)}")
+        assert isinstance(model, str) and self.endpoint is not None
+        reference = golds[0] if len(golds) == 1 else "any one of: " + " ; ".join(golds)
+        question = question_text(prompt)
+        key = (self.template.template, model, question, reference, answer)
+        outcome = await self.endpoint.judge(
+            key, render(self.template, question, reference, answer), model
+        )
+        return self._score(outcome, partial, details)
+
+    def _score(self, outcome: Outcome, partial: float, details: dict[str, JSON]) -> Score:
+        facts = {"path": "judge", "cache": outcome.cache, "judge": outcome.facts(), **details}
+        if outcome.verdict is None:
+            kind = outcome.failure or "no_verdict"
+            if self.judge_settings.on_outage == "retry_later" and kind in OUTAGES:
+                raise JudgeUnavailable(
+                    f"the judge endpoint is unavailable ({kind})", outcome.retry_after_s
+                )
+            return Score(0.0, Status.JUDGE_FAILED, {"reason": f"judge failed: {kind}", **facts})
+        reward = {Verdict.CORRECT: 1.0, Verdict.INCORRECT: 0.0}.get(outcome.verdict, partial)
+        status = Status.OK if reward > 0 else Status.WRONG
+        return Score(reward, status, {"verdict": outcome.verdict.value, **facts})
+
+
+class MathJudgeScorer(JudgeScorer):
+    """`math_judge`: math_verify's grade (in a worker); the judge only where it says `wrong`
+    or `no_answer` (option `judge_on`), never over its `ok`."""
+
+    name = "math_judge"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        **JudgeScorer.options,
+        "extraction": EXTRACTION_MODES,
+        "judge_on": frozenset(JUDGE_ON),
+    }
+
+    async def score(
+        self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
+    ) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        wanted = JUDGE_ON.get(str(options.get("judge_on", "both")))
+        if wanted is None:
+            return Score.error(f"option judge_on takes one of {', '.join(JUDGE_ON)}")
+        rule_options = {k: v for k, v in options.items() if k == "extraction"}
+        rule = await self.grade_in_worker(RULE, prompt, response, label, rule_options)
+        facts: dict[str, JSON] = {"status": rule.status.value, **rule.details}
+        if rule.status not in wanted:
+            return Score(rule.reward, rule.status, {"path": "rule", "rule": facts})
+        return await self.judged(prompt, response, label, options, rule=facts)

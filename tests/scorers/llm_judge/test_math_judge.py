@@ -1,0 +1,109 @@
+"""`math_judge`: math_verify's grade first (through the engine's workers), the judge only where
+the rule found no match, never over its `ok`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reward_service.bench.chat_stand_in import ChatStandIn, completion
+from reward_service.scorers.base import GradingLimits, Score, ScoringInput, Status
+from reward_service.scorers.llm_judge.judge_scorers import MathJudgeScorer
+from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+
+RULE_SCORES = {
+    "\\boxed{4}": Score.verdict(True, path="fast"),
+    "\\boxed{four}": Score.verdict(False, path="full"),
+    "no box": Score.no_answer("nothing boxed"),
+    "slow": Score(0.0, Status.TIMEOUT, {"reason": "deadline"}),
+}
+
+
+class Workers:
+    """The engine's side of `grade_in_worker`, scripted: what was asked, and a rule's grade."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, ScoringInput]] = []
+
+    async def __call__(self, scorer: str, item: ScoringInput) -> Score:
+        self.asked.append((scorer, item))
+        return RULE_SCORES[item[1]]
+
+
+async def grade(stand_in: ChatStandIn, response: str, **options: Any) -> tuple[Score, Workers]:
+    settings = JudgeSettings(base_url=stand_in.base_url, model="m", max_retries=0)
+    scorer = MathJudgeScorer(GradingLimits(deadlines={"math_judge": 60.0}), settings)
+    workers = Workers()
+    scorer.use_workers(workers)
+    await scorer.open()
+    try:
+        return await scorer.score("What is 2+2?", response, "4", options), workers
+    finally:
+        await scorer.close()
+
+
+async def test_rule_ok_is_kept_and_the_judge_never_asked(stand_in: ChatStandIn) -> None:
+    """A math_verify match is the answer (`path: rule`, its details under `rule`); no call."""
+    score, workers = await grade(stand_in, "\\boxed{4}")
+    assert (score.reward, score.status) == (1.0, Status.OK)
+    assert score.details == {"path": "rule", "rule": {"status": "ok", "path": "fast"}}
+    assert workers.asked == [("math_verify", ("What is 2+2?", "\\boxed{4}", "4", {}))]
+    assert stand_in.calls == 0
+
+
+async def test_rule_miss_goes_to_the_judge(stand_in: ChatStandIn) -> None:
+    """A `wrong` from the rule that the judge finds equivalent is 1.0 with `path: judge` and the
+    rule's grade beside the verdict."""
+    stand_in.reset(lambda request: completion("VERDICT: CORRECT"))
+    score, _ = await grade(stand_in, "\\boxed{four}")
+    assert (score.reward, score.status) == (1.0, Status.OK)
+    assert score.details["path"] == "judge" and score.details["verdict"] == "CORRECT"
+    assert score.details["rule"] == {"status": "wrong", "path": "full"}
+    assert stand_in.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("judge_on", "response", "judged"),
+    [
+        ("both", "\\boxed{four}", True),
+        ("both", "no box", True),
+        ("wrong", "\\boxed{four}", True),
+        ("wrong", "no box", False),
+        ("no_answer", "\\boxed{four}", False),
+        ("no_answer", "no box", True),
+        ("both", "slow", False),
+    ],
+)
+async def test_judge_on_chooses_which_misses_are_judged(
+    stand_in: ChatStandIn, judge_on: str, response: str, judged: bool
+) -> None:
+    """Option `judge_on` sends `wrong`, `no_answer` or both to the judge; a rule `timeout` or
+    `error` never is."""
+    score, _ = await grade(stand_in, response, judge_on=judge_on)
+    assert (score.details["path"] == "judge") is judged
+    assert stand_in.calls == int(judged)
+    if not judged:
+        assert score.status is RULE_SCORES[response].status
+
+
+async def test_only_the_rules_own_options_reach_the_rule(stand_in: ChatStandIn) -> None:
+    """`extraction` goes to math_verify; the judge's options stay with the judge."""
+    _, workers = await grade(stand_in, "\\boxed{4}", extraction="any", partial="half")
+    assert workers.asked[0][1][3] == {"extraction": "any"}
+
+
+async def test_judge_failure_on_a_miss_is_judge_failed(stand_in: ChatStandIn) -> None:
+    """When the judge gives no verdict on a rule miss the answer is `judge_failed`, not the
+    rule's `wrong`: nobody decided."""
+    stand_in.reset(lambda request: completion("VERDICT: CORRECT VERDICT: CORRECT"))
+    score, _ = await grade(stand_in, "\\boxed{four}")
+    assert score.status is Status.JUDGE_FAILED
+    assert score.details["rule"]["status"] == "wrong"
+
+
+async def test_without_an_engine_the_rule_is_an_error() -> None:
+    """A math_judge built outside the service (no workers handed over) grades `error`."""
+    scorer = MathJudgeScorer(GradingLimits(), JudgeSettings())
+    score = await scorer.score("q", "\\boxed{4}", "4", {})
+    assert score.status is Status.ERROR
