@@ -87,6 +87,7 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "transformers",
             "pydantic",
             "openai",  # llm_judge: the judge endpoint's client
+            *("nltk", "langdetect", "punkt"),  # instructions/: if-verifiable's checkers' own
         ),
     ),
     "sample": (("floor",), ()),

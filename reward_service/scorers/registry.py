@@ -43,6 +43,9 @@ BUILTINS: dict[str, str] = {
     "gpqa": "reward_service.scorers.gpqa:GpqaScorer",
     "random": "reward_service.scorers.random_reward:RandomScorer",
     "code": "reward_service.scorers.code.judge:CodeScorer",
+    "ifeval": "reward_service.scorers.instructions.instruction_scorers:IfEvalScorer",
+    "ifbench": "reward_service.scorers.instructions.instruction_scorers:IfBenchScorer",
+    "run_code": "reward_service.scorers.run_code:RunCodeScorer",
     "judge": "reward_service.scorers.llm_judge.judge_scorers:JudgeScorer",
     "math_judge": "reward_service.scorers.llm_judge.judge_scorers:MathJudgeScorer",
 }

@@ -23,6 +23,7 @@ from starlette.types import Scope
 
 from reward_service import __version__
 from reward_service.contracts.openrlhf import openrlhf_answer, read_openrlhf
+from reward_service.contracts.sandbox_fusion import read_run_code, run_code_answer
 from reward_service.contracts.slime import sample_from_json
 from reward_service.errors import (
     BadRequest,
@@ -307,6 +308,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             graded = await engine.grade_many(queries.samples, None, options)
         return _json(openrlhf_answer([g.score for g in graded], queries.unlocated))
+
+    async def run_code(request: Request) -> Response:
+        authorize(request)
+        with admission.admit() as claim:
+            sample = read_run_code(await _read_object(request, claim, settings))
+            graded = await engine.grade(sample)
+        return _json(run_code_answer(graded.score))
+
+    app.post("/run_code", summary="SandboxFusion's /run_code", openapi_extra=openapi.RUN_CODE)(
+        run_code
+    )
 
     # Plain Starlette routes: these endpoints read their bodies themselves, and
     # FastAPI's per-request dependency solving cost ~15% of the server's CPU per answer.

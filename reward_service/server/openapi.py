@@ -137,6 +137,71 @@ OPENRLHF: dict[str, Any] = {
 }
 
 
+_RESULT: dict[str, Any] = {
+    "type": ["object", "null"],
+    "properties": {
+        "status": {"enum": ["Finished", "Error", "TimeLimitExceeded"]},
+        "execution_time": {"type": ["number", "null"]},
+        "return_code": {"type": ["integer", "null"]},
+        "stdout": {"type": ["string", "null"]},
+        "stderr": {"type": ["string", "null"]},
+    },
+}
+RUN_CODE: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": _json(
+            {
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string"},
+                    "language": {"type": "string", "description": "`python` (or `python3`)."},
+                    "stdin": {"type": ["string", "null"]},
+                    "compile_timeout": {"type": "number", "default": 10},
+                    "run_timeout": {"type": "number", "default": 10},
+                    "memory_limit_MB": {"type": "integer", "default": -1},
+                    "files": {
+                        "type": "object",
+                        "additionalProperties": {"type": ["string", "null"]},
+                        "description": "Relative path -> base64 content, written before the run.",
+                    },
+                    "fetch_files": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Relative paths read back after the run (`files`).",
+                    },
+                },
+                "required": ["code", "language"],
+            }
+        ),
+    },
+    "responses": {
+        "200": {
+            "description": "SandboxFusion's answer: `Success`, `Failed` (a step timed out or "
+            "exited non-zero) or `SandboxError` (nothing ran; `message` says why).",
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "status": {"enum": ["Success", "Failed", "SandboxError"]},
+                        "message": {"type": "string"},
+                        "compile_result": _RESULT,
+                        "run_result": _RESULT,
+                        "executor_pod_name": {"type": "null"},
+                        "files": {"type": "object", "additionalProperties": {"type": "string"}},
+                    },
+                    "required": ["status", "message", "files"],
+                }
+            ),
+        },
+        "400": {"description": "`code` or `language` is not a string."},
+        "408": {"description": BODY_TIMEOUT},
+        "413": {"description": "The body is over the size cap."},
+        "503": {"description": OVERLOADED},
+    },
+}
+
+
 def option_parameters(
     scorer: str, options: Mapping[str, frozenset[str] | None]
 ) -> list[dict[str, Any]]:

@@ -1,0 +1,1 @@
+"""Instruction following: the `ifeval` and `ifbench` scorers (docs/instructions.md)."""

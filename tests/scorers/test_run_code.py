@@ -1,0 +1,143 @@
+"""The `run_code` scorer over the service's own sandbox: how each run ended, files in and out."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from reward_service.errors import SandboxUnavailable
+from reward_service.scorers.base import GradingLimits, Score, Status
+from reward_service.scorers.run_code import RunCodeScorer, split_fetched
+from reward_service.scorers.run_request import RunCodeSettings
+
+SETTINGS = RunCodeSettings(output_bytes=4096, max_files_bytes=1024)
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Iterator[RunCodeScorer]:
+    """One scorer for the module, its sandbox closed at the end."""
+    built = RunCodeScorer(GradingLimits(), SETTINGS)
+    yield built
+    built.close()
+
+
+def _score(scorer: RunCodeScorer, code: str, **label: Any) -> Score:
+    return scorer.score(None, code, {"language": "python", **label}, {})
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.mark.parametrize(
+    ("code", "label", "kind", "exit_code", "stdout"),
+    [
+        ("print(input() * 2)", {"stdin": "ab\n"}, "ok", 0, "abab\n"),
+        ("print('x', end='')\nraise ValueError('no')", {}, "runtime_error", 1, "x"),
+        ("import sys\nsys.exit(3)", {}, "runtime_error", 3, ""),
+        ("print(1 +)", {}, "runtime_error", 1, ""),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", {}, "runtime_error", None, ""),
+        ("import time\ntime.sleep(5)", {"run_timeout": 0.5}, "time_limit", None, ""),
+        ("x = bytearray(1 << 30)", {"memory_limit_MB": 128}, "memory_limit", 1, ""),
+        ("print('y' * 5000)", {}, "output_limit", None, "y" * 4096),
+    ],
+)
+def test_each_run_reports_how_it_ended(
+    scorer: RunCodeScorer,
+    code: str,
+    label: dict[str, Any],
+    kind: str,
+    exit_code: int | None,
+    stdout: str,
+) -> None:
+    """A clean exit is `ok` (1.0); any other end is `wrong` (0.0) with its kind and exit code."""
+    score = _score(scorer, code, **label)
+    run = score.details["run"]
+    assert (run["kind"], run["exit_code"], run["stdout"]) == (kind, exit_code, stdout)
+    assert (score.reward, score.status) == (
+        (1.0, Status.OK) if kind == "ok" else (0.0, Status.WRONG)
+    )
+    assert score.details["compile"] is None
+    assert "process" in score.details["sandbox"]
+
+
+def test_a_traceback_is_in_stderr(scorer: RunCodeScorer) -> None:
+    """A raising program's stderr ends with its exception, as `python` prints it."""
+    stderr = _score(scorer, "raise ValueError('no')").details["run"]["stderr"]
+    assert stderr.startswith("Traceback") and stderr.endswith("ValueError: no\n")
+
+
+def test_files_are_written_before_and_fetched_after(scorer: RunCodeScorer) -> None:
+    """`files` are in place at the start; `fetch_files` come back, missing ones left out."""
+    code = (
+        "from __future__ import annotations\n"
+        "print(open('data/in.txt').read().upper(), end='')\n"
+        "open('out.txt', 'w').write('done')\n"
+    )
+    score = _score(
+        scorer, code, files={"data/in.txt": _b64(b"hello")}, fetch_files=["out.txt", "gone.txt"]
+    )
+    assert score.details["run"]["stdout"] == "HELLO"
+    assert score.details["files"] == {"out.txt": _b64(b"done")}
+    assert score.status is Status.OK
+
+
+def test_files_keep_the_programs_exit_and_namespace(scorer: RunCodeScorer) -> None:
+    """With files, the program still runs as `__main__`, sees no driver names, keeps its status."""
+    code = (
+        "print(__name__, sorted(k for k in globals() if k.startswith('_run')))\nraise SystemExit(4)"
+    )
+    score = _score(scorer, code, fetch_files=["x"])
+    assert score.details["run"]["stdout"] == "__main__ []\n"
+    assert score.details["run"]["exit_code"] == 4
+
+
+def test_fetched_files_share_the_files_cap(scorer: RunCodeScorer) -> None:
+    """Files fetched past `max_files_bytes` in all are left out, the first that fit kept."""
+    code = "open('a', 'wb').write(b'a' * 1000)\nopen('b', 'wb').write(b'b' * 1000)"
+    assert list(_score(scorer, code, fetch_files=["a", "b"]).details["files"]) == ["a"]
+
+
+def test_own_stdout_is_held_to_its_cap_when_files_are_fetched(scorer: RunCodeScorer) -> None:
+    """The room made for fetched files does not lift the cap on the program's own output."""
+    score = _score(scorer, "print('z' * 5000)", fetch_files=["x"])
+    assert score.details["run"]["kind"] == "output_limit"
+    assert score.details["run"]["stdout"] == "z" * 4096
+
+
+def test_a_request_that_cannot_run_is_an_error(scorer: RunCodeScorer) -> None:
+    """An unsupported language or a path out of the directory is `error` with the reason."""
+    assert "not run here" in _score(scorer, "1", language="cobol").details["reason"]
+    escaped = _score(scorer, "1", files={"../x": "eA=="})
+    assert (escaped.status, escaped.details["reason"]) == (
+        Status.ERROR,
+        "file path '../x' leaves the run's directory",
+    )
+
+
+def test_sandbox_that_cannot_start_is_an_error() -> None:
+    """Without a sandbox, every request is `error`, the reason said."""
+
+    def unavailable(settings: RunCodeSettings) -> Any:
+        raise SandboxUnavailable("no seccomp here")
+
+    score = RunCodeScorer(GradingLimits(), SETTINGS, unavailable).score(
+        None, "print(1)", {"language": "python"}, {}
+    )
+    assert (score.status, score.details["reason"]) == (
+        Status.ERROR,
+        "sandbox unavailable: no seccomp here",
+    )
+
+
+def test_report_after_the_mark_keeps_only_the_files_asked_for() -> None:
+    """What follows the last mark is data: only paths asked for, string values, are kept."""
+    report = json.dumps({"out.txt": "eA==", "/etc/shadow": "eA==", "n": 5})
+    split = split_fetched(b"own <m> text<m>" + report.encode(), "<m>", ("out.txt", "n"))
+    assert split == (b"own <m> text", {"out.txt": "eA=="})
+    assert split_fetched(b"no report", "<m>", ("out.txt",)) is None
+    assert split_fetched(b"<m>not json", "<m>", ("out.txt",)) is None

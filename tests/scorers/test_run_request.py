@@ -1,0 +1,118 @@
+"""Reading a `run_code` label: limits capped, files decoded under caps, paths kept inside."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from reward_service.scorers.run_request import (
+    RequestError,
+    RunCodeSettings,
+    read_request,
+    relative_path,
+)
+
+SETTINGS = RunCodeSettings(memory_mb=256, max_files_bytes=16, max_files=2)
+
+
+def _read(**label: Any) -> Any:
+    return read_request({"language": "python", **label}, SETTINGS)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_defaults_are_sandbox_fusions() -> None:
+    """A bare request runs 10 s (SandboxFusion's default), default memory, no stdin, no files."""
+    request = _read()
+    assert (request.language, request.stdin, request.files, request.fetch) == (
+        "python",
+        b"",
+        (),
+        (),
+    )
+    assert (request.limits.time_s, request.compile_time_s) == (10.0, 10.0)
+    assert request.limits.memory_mb == SETTINGS.memory_mb
+
+
+@pytest.mark.parametrize(
+    ("label", "time_s", "memory_mb"),
+    [
+        ({"run_timeout": 3, "memory_limit_MB": 512}, 3.0, 512),
+        ({"run_timeout": 0.25, "memory_limit_MB": 100.5}, 0.25, 101),
+        ({"run_timeout": 3600, "memory_limit_MB": 1 << 20}, 10.0, 1024),
+        ({"run_timeout": 10**400, "memory_limit_MB": 10**400}, 10.0, 1024),
+        ({"memory_limit_MB": -1}, 10.0, 256),
+        ({"memory_limit_MB": 0, "run_timeout": None}, 10.0, 256),
+    ],
+)
+def test_limits_are_capped_by_the_services(
+    label: dict[str, Any], time_s: float, memory_mb: int
+) -> None:
+    """Asked limits hold up to the caps; memory -1 or 0 (SandboxFusion's none) is the default."""
+    limits = _read(**label).limits
+    assert (limits.time_s, limits.memory_mb) == (time_s, memory_mb)
+
+
+@pytest.mark.parametrize(
+    ("label", "reason"),
+    [
+        ({"language": "php"}, "language 'php' is not run here; languages: python, python3"),
+        ({"language": ["python"]}, "language of type list is not run here"),
+        ({"run_timeout": 0}, "run_timeout must be above 0 s"),
+        ({"compile_timeout": "10"}, "compile_timeout must be a number, not '10'"),
+        ({"memory_limit_MB": True}, "memory_limit_MB must be a number"),
+        ({"stdin": 5}, "stdin must be a string or null"),
+        ({"files": ["a"]}, "files must be an object"),
+        ({"files": {"a": 5}}, "file 'a': content must be a base64 string"),
+        ({"files": {"a": "not base64!"}}, "file 'a': content is not base64"),
+        ({"files": {"a": _b64(b"x" * 17)}}, "files are over the cap of 16 bytes"),
+        ({"files": {"a": _b64(b"x" * 9), "b": _b64(b"x" * 8)}}, "over the cap of 16 bytes"),
+        ({"files": {"a": "", "b": "", "c": ""}}, "3 files is over the cap of 2"),
+        ({"fetch_files": "out.txt"}, "fetch_files must be a list"),
+        ({"fetch_files": ["a", "b", "c"]}, "3 fetch_files is over the cap of 2"),
+    ],
+)
+def test_what_cannot_be_run_is_refused_with_the_reason(label: dict[str, Any], reason: str) -> None:
+    """Each request the sandbox cannot run raises `RequestError` saying why."""
+    with pytest.raises(RequestError) as raised:
+        _read(**label)
+    assert reason in str(raised.value)
+
+
+def test_label_must_be_an_object() -> None:
+    """A label that is not SandboxFusion's request is refused."""
+    with pytest.raises(RequestError, match="must be an object"):
+        read_request("python", SETTINGS)
+
+
+def test_files_are_decoded_and_null_contents_skipped() -> None:
+    """Base64 contents are decoded at their normalised paths; a null one is not written."""
+    request = _read(files={"d/./in.txt": _b64(b"hi\n"), "skipped": None}, stdin="1 2\n")
+    assert request.files == (("d/in.txt", b"hi\n"),)
+    assert request.stdin == b"1 2\n"
+
+
+def test_fetch_files_keep_their_names_once_each() -> None:
+    """Files to fetch keep the names the request gives (its answer's keys), duplicates dropped."""
+    assert _read(fetch_files=["./out.txt", "./out.txt"]).fetch == ("./out.txt",)
+
+
+@pytest.mark.parametrize(
+    "path", ["/etc/passwd", "../x", "a/../../x", "..", ".", "", "a\0b", "x" * 256]
+)
+def test_paths_outside_the_run_directory_are_refused(path: str) -> None:
+    """Absolute paths, `..` out of the directory, empty, NUL and over-long names are refused."""
+    with pytest.raises(RequestError):
+        relative_path(path)
+    with pytest.raises(RequestError):
+        _read(fetch_files=[path])
+
+
+@pytest.mark.parametrize(("path", "normal"), [("a/b", "a/b"), ("a/../b", "b"), ("./a//b", "a/b")])
+def test_paths_inside_are_normalised(path: str, normal: str) -> None:
+    """A path that stays inside is kept, normalised."""
+    assert relative_path(path) == normal
