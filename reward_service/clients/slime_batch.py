@@ -13,6 +13,10 @@ Per-sample choice works as in SLIME's in-process grading:
 ``remote_rm`` keeps the URL's scorer) becomes the label object's ``scorer``
 and the rest of the metadata its options (``choices``, ``correct_letter``...),
 so one run mixes reward types, even within one batch request.
+The instruction-following fields (``instruction_id_list``, ``kwargs``,
+``prompt_text``, ``record_id``, as SLIME's ``ifbench`` reads them) go into the
+label object whenever the metadata has ``instruction_id_list``, with or
+without ``rm_type``, so an ``--rm-url .../score/ifbench`` grades them.
 ``metadata["reward_options"]`` (a dict) adds options to any sample and wins
 over plain metadata; the keys of a label that is already a label object win
 over both. ``metadata["scorer"]`` sends a sample to ``/score/<scorer>``
@@ -67,12 +71,16 @@ _ROUTING_KEYS = frozenset({"answer", "ground_truth", "scorer"})
 """Keys of a label object that are not options: plain metadata never sets them."""
 _ADAPTER_KEYS = frozenset({"rm_type", "reward_options"})
 _URL_SCORER = "remote_rm"
+_INSTRUCTION_KEYS = ("instruction_id_list", "kwargs", "prompt_text", "record_id")
+"""SLIME's `ifbench` metadata: always sent, so `/score/ifbench` grades without an rm_type."""
 
 
 def _label_options(metadata: dict[str, Any]) -> dict[str, Any]:
     """The label-object keys a sample's metadata asks for: scorer and options."""
     options = metadata.get("reward_options")
     options = dict(options) if isinstance(options, dict) else {}
+    if "instruction_id_list" in metadata:
+        options = {**{k: metadata[k] for k in _INSTRUCTION_KEYS if k in metadata}, **options}
     rm_type = metadata.get("rm_type")
     rm_type = rm_type.strip() if isinstance(rm_type, str) else ""
     if rm_type and rm_type != _URL_SCORER:

@@ -223,6 +223,25 @@ async def test_metadata_rm_type_becomes_the_label_scorer(stand_in: StandIn, pool
     ]
 
 
+async def test_instruction_metadata_reaches_the_label(stand_in: StandIn, pooled: None) -> None:
+    """SLIME's ifbench fields are sent in the label object, with or without an rm_type."""
+    stand_in.route("/score/ifbench/batch", lambda body: Reply(200, {"rewards": [1.0] * 3}))
+    fields = {"instruction_id_list": ["a:b"], "kwargs": [{"n": 1}], "prompt_text": "p"}
+    samples = [
+        Sample("p", "r", None, {**fields, "record_id": 4, "other": 1}),
+        Sample("p", "r", "", {**fields, "rm_type": "ifbench"}),
+        Sample("p", "r", None, {"other": 1}),
+    ]
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score/ifbench")
+    assert await batched_rm(args, samples) == [1.0] * 3
+    [(_, _, body)] = stand_in.requests
+    assert [item["label"] for item in body["items"]] == [
+        {**fields, "record_id": 4, "answer": None},
+        {**fields, "scorer": "ifbench", "answer": ""},
+        None,
+    ]
+
+
 async def test_unsendable_metadata_costs_only_its_sample(stand_in: StandIn, pooled: None) -> None:
     """Metadata that JSON cannot carry gives that sample the fallback; the rest are graded."""
     stand_in.route("/score/batch", _batch)
