@@ -18,21 +18,14 @@ from typing import ClassVar
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
-from reward_service.scorers.base import (
-    JSON,
-    GradingLimits,
-    Score,
-    Scorer,
-    ScorerSettings,
-    StartupCheck,
-    Status,
-)
-from reward_service.scorers.code.code_settings import check_sandbox
+from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, ScorerSettings, Status
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.code.drivers import new_mark
 from reward_service.scorers.code.judge import SandboxFactory, default_sandbox
 from reward_service.scorers.run_request import (
+    FILE_CAPS,
+    FileCaps,
     RequestError,
-    RunCodeSettings,
     RunRequest,
     read_request,
 )
@@ -81,10 +74,10 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _fetch_room(settings: RunCodeSettings, mark: str) -> int:
+def _fetch_room(caps: FileCaps, mark: str) -> int:
     """Stdout bytes the fetched files may take beyond the program's own: base64, JSON, paths."""
     per_file = 6 * 255 + 8  # a path, each character a JSON \\u escape at worst, and punctuation
-    return len(mark) + 4 * (settings.max_files_bytes + 2) // 3 + settings.max_files * per_file + 2
+    return len(mark) + 4 * (caps.bytes + 2) // 3 + caps.count * per_file + 2
 
 
 def split_fetched(
@@ -109,34 +102,36 @@ def split_fetched(
 
 
 class RunCodeScorer(Scorer):
-    """1.0 when the program ran and exited 0, else 0.0; the run in the details."""
+    """1.0 when the program ran and exited 0, else 0.0; the run in the details.
+
+    It runs in the `code` scorer's sandbox, as that is configured: its settings
+    are the code scorer's (`REWARD_CODE__*`: caps, scratch, required layers,
+    toolchains) and so is its start-up check. Its zygote starts at a worker's
+    first request, not with the worker: a deployment that never serves
+    `/run_code` keeps one zygote per worker, the code scorer's.
+    """
 
     name = "run_code"
     deadline_s: ClassVar[float | None] = 30.0
-    settings_model = RunCodeSettings
+    settings_model = CodeSettings
+    settings_name = "code"
 
     def __init__(
         self,
         limits: GradingLimits | None = None,
         settings: ScorerSettings | None = None,
         sandbox_factory: SandboxFactory | None = None,
+        caps: FileCaps = FILE_CAPS,
     ) -> None:
         super().__init__(limits, settings)
-        assert isinstance(self.settings, RunCodeSettings)
-        self.run_settings: RunCodeSettings = self.settings
+        assert isinstance(self.settings, CodeSettings)
+        self.code: CodeSettings = self.settings
+        self.caps = caps
         deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
-        self.budget_s = max(1.0, deadline - self.run_settings.budget_margin_s)
+        self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
         """Seconds the run may take, compiling included, inside the hard deadline."""
         self._factory = sandbox_factory or default_sandbox
         self._sandbox: Sandbox | None = None
-
-    @classmethod
-    def startup_check(
-        cls, settings: ScorerSettings | None, limits: GradingLimits
-    ) -> StartupCheck | None:
-        """The sandbox's layers, learnt by starting one, as the `code` scorer's check does."""
-        assert isinstance(settings, RunCodeSettings)
-        return check_sandbox(settings, limits)
 
     def close(self) -> None:
         """Stop the sandbox, if a request started it."""
@@ -148,14 +143,12 @@ class RunCodeScorer(Scorer):
         if not isinstance(response, str):
             return Score.error("response is not a string")
         try:
-            request = read_request(label, self.run_settings)
+            request = read_request(label, self.code, self.caps)
         except RequestError as exc:
             return Score.error(str(exc))
         try:
-            # Started at a worker's first request, not with it: a deployment that never
-            # serves /run_code keeps one zygote per worker, the code scorer's.
             if self._sandbox is None:
-                self._sandbox = self._factory(self.run_settings)
+                self._sandbox = self._factory(self.code)
         except (SandboxUnavailable, OSError) as exc:
             return Score.error(f"sandbox unavailable: {exc}")
         run = self._run(self._sandbox, response, request)
@@ -179,9 +172,9 @@ class RunCodeScorer(Scorer):
         mark = new_mark() if request.files or request.fetch else None
         program = Program(request.language, source)
         if mark is not None:
-            cap = self.run_settings.max_files_bytes
-            program = Program(request.language, files_driver(source, request, mark, cap))
-            room = _fetch_room(self.run_settings, mark)
+            driver = files_driver(source, request, mark, self.caps.bytes)
+            program = Program(request.language, driver)
+            room = _fetch_room(self.caps, mark)
             limits = replace(limits, output_bytes=limits.output_bytes + room)
         outcomes = sandbox.run(program, [request.stdin], limits, self.budget_s)
         if not outcomes:

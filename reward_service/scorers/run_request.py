@@ -3,9 +3,9 @@
 The label of a `run_code` answer is SandboxFusion's request without its `code`
 (`{"language", "stdin", "run_timeout", "compile_timeout", "memory_limit_MB",
 "files", "fetch_files"}`); every field but `language` may be left out. Limits
-are capped by the service's, never refused for being large; files are base64
-under a size cap, at paths inside the run's directory. Pure: `RequestError`
-says what cannot be run.
+are capped by the `code` scorer's (`REWARD_CODE__MAX_*`: one sandbox, one set of
+settings), never refused for being large; files are base64 under size caps, at
+paths inside the run's directory. Pure: `RequestError` says what cannot be run.
 """
 
 from __future__ import annotations
@@ -17,31 +17,28 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import Field
-
 from reward_service.sandbox import LANGUAGES, Limits
 from reward_service.scorers.base import JSON
 from reward_service.scorers.code.code_settings import CodeSettings, MiB
 
 RUNNERS = {"python": "python", "python3": "python"}
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names."""
+DEFAULT_TIMEOUT_S = 10.0
+"""SandboxFusion's `run_timeout` and `compile_timeout` when a request names none."""
 _MAX_PATH_CHARS = 255
 
 
-class RunCodeSettings(CodeSettings):
-    """The code scorer's limits, read as `REWARD_RUN_CODE__<FIELD>`, and caps on files.
+@dataclass(frozen=True)
+class FileCaps:
+    """What a request's files may hold."""
 
-    `time_limit_s` is the run's when a request names no `run_timeout`
-    (SandboxFusion's default, 10 s); `memory_mb` when it names no
-    `memory_limit_MB` or asks for none (SandboxFusion's -1): the cap, 1 GiB.
-    """
+    count: int = 64
+    """Entries of `files`, and of `fetch_files`."""
+    bytes: int = 4 * MiB
+    """Decoded bytes of the files written, in all, and of those fetched."""
 
-    time_limit_s: float = Field(10.0, gt=0, description="seconds a run gets when none are asked")
-    memory_mb: int = Field(1024, ge=16, description="address space when a request asks for none")
-    max_files_bytes: int = Field(
-        4 * MiB, ge=0, description="decoded bytes of a request's files in all, and of those fetched"
-    )
-    max_files: int = Field(64, ge=0, description="entries of `files`, and of `fetch_files`")
+
+FILE_CAPS = FileCaps()
 
 
 class RequestError(ValueError):
@@ -63,8 +60,12 @@ class RunRequest:
     """Paths read back when the program ends, as the request names them (its answer's keys)."""
 
 
-def read_request(label: JSON, settings: RunCodeSettings) -> RunRequest:
-    """The run `label` asks for, within `settings`' caps; raises `RequestError`."""
+def read_request(label: JSON, settings: CodeSettings, caps: FileCaps = FILE_CAPS) -> RunRequest:
+    """The run `label` asks for, within the code scorer's caps and `caps`; raises `RequestError`.
+
+    A time not asked is SandboxFusion's 10 s, memory not asked (or SandboxFusion's -1,
+    no limit) the cap: both within `settings`' maximums.
+    """
     if not isinstance(label, Mapping):
         raise RequestError("the label must be an object: SandboxFusion's request without `code`")
     language = label.get("language")
@@ -75,15 +76,15 @@ def read_request(label: JSON, settings: RunCodeSettings) -> RunRequest:
     stdin = label.get("stdin")
     if stdin is not None and not isinstance(stdin, str):
         raise RequestError("stdin must be a string or null")
-    run_s = _seconds(label, "run_timeout", settings.time_limit_s, settings.max_time_limit_s)
-    compile_s = _seconds(label, "compile_timeout", settings.time_limit_s, settings.max_time_limit_s)
+    run_s = _seconds(label, "run_timeout", settings.max_time_limit_s)
+    compile_s = _seconds(label, "compile_timeout", settings.max_time_limit_s)
     return RunRequest(
         language=runner,
         stdin=(stdin or "").encode("utf-8", "replace"),
         limits=Limits(run_s, _memory_mb(label, settings), settings.output_bytes),
         compile_time_s=compile_s,
-        files=_files(label.get("files"), settings),
-        fetch=_fetch(label.get("fetch_files"), settings),
+        files=_files(label.get("files"), caps),
+        fetch=_fetch(label.get("fetch_files"), caps),
     )
 
 
@@ -105,19 +106,19 @@ def _number(label: Mapping[str, JSON], name: str) -> float | None:
         return math.inf if value > 0 else -math.inf
 
 
-def _seconds(label: Mapping[str, JSON], name: str, default: float, cap: float) -> float:
+def _seconds(label: Mapping[str, JSON], name: str, cap: float) -> float:
     asked = _number(label, name)
     if asked is None:
-        return min(default, cap)
+        return min(DEFAULT_TIMEOUT_S, cap)
     if asked <= 0:
         raise RequestError(f"{name} must be above 0 s")
     return min(asked, cap)
 
 
-def _memory_mb(label: Mapping[str, JSON], settings: RunCodeSettings) -> int:
+def _memory_mb(label: Mapping[str, JSON], settings: CodeSettings) -> int:
     asked = _number(label, "memory_limit_MB")
     if asked is None or asked <= 0:  # SandboxFusion's -1: no limit of the request's own
-        return settings.memory_mb
+        return settings.max_memory_mb
     return math.ceil(min(asked, settings.max_memory_mb))
 
 
@@ -131,14 +132,14 @@ def relative_path(path: JSON) -> str:
     return normal
 
 
-def _files(value: JSON, settings: RunCodeSettings) -> tuple[tuple[str, bytes], ...]:
+def _files(value: JSON, caps: FileCaps) -> tuple[tuple[str, bytes], ...]:
     """The files to write, decoded; a null content is skipped, as SandboxFusion skips it."""
     if value is None:
         return ()
     if not isinstance(value, Mapping):
         raise RequestError("files must be an object of path -> base64 content")
-    if len(value) > settings.max_files:
-        raise RequestError(f"{len(value)} files is over the cap of {settings.max_files}")
+    if len(value) > caps.count:
+        raise RequestError(f"{len(value)} files is over the cap of {caps.count}")
     files: dict[str, bytes] = {}
     size = 0
     for path, content in value.items():
@@ -146,26 +147,26 @@ def _files(value: JSON, settings: RunCodeSettings) -> tuple[tuple[str, bytes], .
             continue
         if not isinstance(content, str):
             raise RequestError(f"file {path[:64]!r}: content must be a base64 string")
-        if len(content) > (settings.max_files_bytes - size) * 4 // 3 + 4:
-            raise RequestError(f"files are over the cap of {settings.max_files_bytes} bytes")
+        if len(content) > (caps.bytes - size) * 4 // 3 + 4:
+            raise RequestError(f"files are over the cap of {caps.bytes} bytes")
         try:
             data = base64.b64decode(content, validate=True)
         except binascii.Error:
             raise RequestError(f"file {path[:64]!r}: content is not base64") from None
         size += len(data)
-        if size > settings.max_files_bytes:
-            raise RequestError(f"files are over the cap of {settings.max_files_bytes} bytes")
+        if size > caps.bytes:
+            raise RequestError(f"files are over the cap of {caps.bytes} bytes")
         files[relative_path(path)] = data
     return tuple(files.items())
 
 
-def _fetch(value: JSON, settings: RunCodeSettings) -> tuple[str, ...]:
+def _fetch(value: JSON, caps: FileCaps) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
         raise RequestError("fetch_files must be a list of paths")
-    if len(value) > settings.max_files:
-        raise RequestError(f"{len(value)} fetch_files is over the cap of {settings.max_files}")
+    if len(value) > caps.count:
+        raise RequestError(f"{len(value)} fetch_files is over the cap of {caps.count}")
     for path in value:
         relative_path(path)
     return tuple(dict.fromkeys(value))

@@ -11,16 +11,18 @@ import pytest
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.scorers.base import GradingLimits, Score, Status
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.run_code import RunCodeScorer, split_fetched
-from reward_service.scorers.run_request import RunCodeSettings
+from reward_service.scorers.run_request import FileCaps
 
-SETTINGS = RunCodeSettings(output_bytes=4096, max_files_bytes=1024)
+SETTINGS = CodeSettings(output_bytes=4096)
+CAPS = FileCaps(bytes=1024)
 
 
 @pytest.fixture(scope="module")
 def scorer() -> Iterator[RunCodeScorer]:
     """One scorer for the module, its sandbox closed at the end."""
-    built = RunCodeScorer(GradingLimits(), SETTINGS)
+    built = RunCodeScorer(GradingLimits(), SETTINGS, caps=CAPS)
     yield built
     built.close()
 
@@ -43,7 +45,6 @@ def _b64(data: bytes) -> str:
         ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", {}, "runtime_error", None, ""),
         ("import time\ntime.sleep(5)", {"run_timeout": 0.5}, "time_limit", None, ""),
         ("x = bytearray(1 << 30)", {"memory_limit_MB": 128}, "memory_limit", 1, ""),
-        ("print('y' * 5000)", {}, "output_limit", None, "y" * 4096),
     ],
 )
 def test_each_run_reports_how_it_ended(
@@ -63,6 +64,12 @@ def test_each_run_reports_how_it_ended(
     )
     assert score.details["compile"] is None
     assert "process" in score.details["sandbox"]
+
+
+def test_output_past_the_cap_is_an_output_limit(scorer: RunCodeScorer) -> None:
+    """Stdout past `output_bytes` ends the run `output_limit`, the output kept up to the cap."""
+    run = _score(scorer, "print('y' * 5000)").details["run"]
+    assert (run["kind"], run["stdout"]) == ("output_limit", "y" * 4096)
 
 
 def test_a_traceback_is_in_stderr(scorer: RunCodeScorer) -> None:
@@ -97,7 +104,7 @@ def test_files_keep_the_programs_exit_and_namespace(scorer: RunCodeScorer) -> No
 
 
 def test_fetched_files_share_the_files_cap(scorer: RunCodeScorer) -> None:
-    """Files fetched past `max_files_bytes` in all are left out, the first that fit kept."""
+    """Files fetched past the cap on their bytes in all are left out, the first that fit kept."""
     code = "open('a', 'wb').write(b'a' * 1000)\nopen('b', 'wb').write(b'b' * 1000)"
     assert list(_score(scorer, code, fetch_files=["a", "b"]).details["files"]) == ["a"]
 
@@ -122,7 +129,7 @@ def test_a_request_that_cannot_run_is_an_error(scorer: RunCodeScorer) -> None:
 def test_sandbox_that_cannot_start_is_an_error() -> None:
     """Without a sandbox, every request is `error`, the reason said."""
 
-    def unavailable(settings: RunCodeSettings) -> Any:
+    def unavailable(settings: CodeSettings) -> Any:
         raise SandboxUnavailable("no seccomp here")
 
     score = RunCodeScorer(GradingLimits(), SETTINGS, unavailable).score(

@@ -7,18 +7,15 @@ from typing import Any
 
 import pytest
 
-from reward_service.scorers.run_request import (
-    RequestError,
-    RunCodeSettings,
-    read_request,
-    relative_path,
-)
+from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.run_request import FileCaps, RequestError, read_request, relative_path
 
-SETTINGS = RunCodeSettings(memory_mb=256, max_files_bytes=16, max_files=2)
+SETTINGS = CodeSettings(max_memory_mb=1000)
+CAPS = FileCaps(count=2, bytes=16)
 
 
 def _read(**label: Any) -> Any:
-    return read_request({"language": "python", **label}, SETTINGS)
+    return read_request({"language": "python", **label}, SETTINGS, CAPS)
 
 
 def _b64(data: bytes) -> str:
@@ -26,7 +23,7 @@ def _b64(data: bytes) -> str:
 
 
 def test_defaults_are_sandbox_fusions() -> None:
-    """A bare request runs 10 s (SandboxFusion's default), default memory, no stdin, no files."""
+    """A bare request runs 10 s (SandboxFusion's default), the memory cap, no stdin, no files."""
     request = _read()
     assert (request.language, request.stdin, request.files, request.fetch) == (
         "python",
@@ -35,7 +32,7 @@ def test_defaults_are_sandbox_fusions() -> None:
         (),
     )
     assert (request.limits.time_s, request.compile_time_s) == (10.0, 10.0)
-    assert request.limits.memory_mb == SETTINGS.memory_mb
+    assert request.limits.memory_mb == 1000
 
 
 @pytest.mark.parametrize(
@@ -43,16 +40,16 @@ def test_defaults_are_sandbox_fusions() -> None:
     [
         ({"run_timeout": 3, "memory_limit_MB": 512}, 3.0, 512),
         ({"run_timeout": 0.25, "memory_limit_MB": 100.5}, 0.25, 101),
-        ({"run_timeout": 3600, "memory_limit_MB": 1 << 20}, 10.0, 1024),
-        ({"run_timeout": 10**400, "memory_limit_MB": 10**400}, 10.0, 1024),
-        ({"memory_limit_MB": -1}, 10.0, 256),
-        ({"memory_limit_MB": 0, "run_timeout": None}, 10.0, 256),
+        ({"run_timeout": 3600, "memory_limit_MB": 1 << 20}, 10.0, 1000),
+        ({"run_timeout": 10**400, "memory_limit_MB": 10**400}, 10.0, 1000),
+        ({"memory_limit_MB": -1}, 10.0, 1000),
+        ({"memory_limit_MB": 0, "run_timeout": None}, 10.0, 1000),
     ],
 )
 def test_limits_are_capped_by_the_services(
     label: dict[str, Any], time_s: float, memory_mb: int
 ) -> None:
-    """Asked limits hold up to the caps; memory -1 or 0 (SandboxFusion's none) is the default."""
+    """Asked limits hold up to the code scorer's caps; memory -1 or 0 (no limit) is the cap."""
     limits = _read(**label).limits
     assert (limits.time_s, limits.memory_mb) == (time_s, memory_mb)
 
@@ -86,7 +83,7 @@ def test_what_cannot_be_run_is_refused_with_the_reason(label: dict[str, Any], re
 def test_label_must_be_an_object() -> None:
     """A label that is not SandboxFusion's request is refused."""
     with pytest.raises(RequestError, match="must be an object"):
-        read_request("python", SETTINGS)
+        read_request("python", SETTINGS, CAPS)
 
 
 def test_files_are_decoded_and_null_contents_skipped() -> None:

@@ -1,0 +1,256 @@
+"""`POST /run_code` through a live server, as SandboxFusion's clients call it.
+
+Three clients: SandboxFusion's own package (`sandbox-fusion` from PyPI, its
+models parsing our answers), a client shaped exactly as verl's SandboxFusion
+reward calls it (`verl/utils/reward_score/sandbox_fusion/utils.py`: the same
+payload, headers, timeout and verdict rules), and ROLL's request body. The
+expected answers are SandboxFusion's on the same programs, by its rules
+(`sandbox/server/sandbox_api.py`, `sandbox/runners/base.py`): `Success` when the
+program exits 0, else `Failed`; a run past `run_timeout` is `TimeLimitExceeded`
+with no return code; a program a signal ends returns minus its number; Python
+out of its `memory_limit_MB` (RLIMIT_AS) dies of `MemoryError`, code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import requests
+import sandbox_fusion as sf
+
+from reward_service.testing import LiveServer, live_server
+
+TOKEN = "run-code-test-token"
+SUMMARY = sf.SummaryMapping(RunFailed="RunFailed", RunTimeout="RunTimeout")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    """One single-worker server with an API token, which clients give in the path."""
+    with live_server(workers=1, env={"REWARD_API_TOKEN": TOKEN}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def endpoint(server: LiveServer) -> str:
+    """The base SandboxFusion's client appends `/run_code` to: the token in the path."""
+    return f"{server.url}/t/{TOKEN}"
+
+
+PROGRAMS = [
+    # (id, code, stdin, run_timeout, status, run status, stdout, return code)
+    ("echo", "print(input()[::-1])", "abc\n", 10, "Success", "Finished", "cba\n", 0),
+    ("raises", "raise ValueError('boom')", None, 10, "Failed", "Finished", "", 1),
+    (
+        "exits-3",
+        "print('partial')\nraise SystemExit(3)",
+        None,
+        10,
+        "Failed",
+        "Finished",
+        "partial\n",
+        3,
+    ),
+    ("syntax-error", "print(1 +)", None, 10, "Failed", "Finished", "", 1),
+    (
+        "killed",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+        None,
+        10,
+        "Failed",
+        "Finished",
+        "",
+        -9,
+    ),
+    (
+        "sleeps",
+        "import time\nprint('start', flush=True)\ntime.sleep(30)",
+        None,
+        1,
+        "Failed",
+        "TimeLimitExceeded",
+        "start\n",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("code", "stdin", "run_timeout", "status", "run_status", "stdout", "return_code"),
+    [pytest.param(*case[1:], id=case[0]) for case in PROGRAMS],
+)
+def test_sandbox_fusion_client_gets_sandbox_fusions_answers(
+    endpoint: str,
+    code: str,
+    stdin: str | None,
+    run_timeout: float,
+    status: str,
+    run_status: str,
+    stdout: str,
+    return_code: int | None,
+) -> None:
+    """SandboxFusion's client parses each answer (status, stdout, return code) and sums it up."""
+    request = sf.RunCodeRequest(code=code, stdin=stdin, language="python", run_timeout=run_timeout)
+    answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=30)
+    assert (answer.status.value, answer.compile_result) == (status, None)
+    run = answer.run_result
+    assert run is not None
+    assert (run.status.value, run.stdout, run.return_code) == (run_status, stdout, return_code)
+    assert run.execution_time is not None and run.execution_time >= 0
+    if run_status == "TimeLimitExceeded":
+        assert run.execution_time >= run_timeout
+    summary = sf.summary_run_code_result(answer, SUMMARY)
+    assert summary == {"Success": "Success", "TimeLimitExceeded": "RunTimeout"}.get(
+        status if status == "Success" else run_status, "RunFailed"
+    )
+
+
+def test_files_go_in_and_come_back(endpoint: str) -> None:
+    """`files` are in the program's directory; `fetch_files` come back base64."""
+    code = (
+        "data = open('data/in.txt').read()\nopen('out.txt', 'w').write(data.upper())\nprint(data)"
+    )
+    request = sf.RunCodeRequest(
+        code=code,
+        language="python",
+        files={"data/in.txt": base64.b64encode(b"hello").decode()},
+        fetch_files=["out.txt"],
+    )
+    answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=30)
+    assert answer.status.value == "Success"
+    assert answer.run_result is not None and answer.run_result.stdout == "hello\n"
+    assert {name: base64.b64decode(data) for name, data in answer.files.items()} == {
+        "out.txt": b"HELLO"
+    }
+
+
+def test_async_client_runs_code(endpoint: str) -> None:
+    """The package's aiohttp client gets the same answer."""
+    request = sf.RunCodeRequest(code="print(6 * 7)", language="python")
+    answer = asyncio.run(sf.run_code_async(request, endpoint=endpoint, max_attempts=1))
+    assert answer.run_result is not None and answer.run_result.stdout == "42\n"
+
+
+def test_what_cannot_run_is_a_sandbox_error_the_client_raises_on(endpoint: str) -> None:
+    """A language not run here is SandboxError, which SandboxFusion's client raises on."""
+    request = sf.RunCodeRequest(code="<?php echo 1;", language="php")
+    with pytest.raises(Exception, match="language 'php' is not run here"):
+        sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=30)
+
+
+def test_without_the_token_it_is_401(server: LiveServer) -> None:
+    """`/run_code` has /score's auth: no token, no run."""
+    answer = httpx.post(f"{server.url}/run_code", json={"code": "print(1)", "language": "python"})
+    assert answer.status_code == 401
+
+
+# verl's client: the request of `call_sandbox_api` and the verdicts of `_process_single_case`.
+
+
+def verl_call(
+    url: str, code: str, stdin: str | None, timeout: int, memory_limit_mb: int
+) -> tuple[dict[str, Any] | None, str | None]:
+    """verl's `call_sandbox_api`: its payload, headers and timeout; 504 retried; (json, error)."""
+    payload = json.dumps(
+        {
+            "compile_timeout": timeout,
+            "run_timeout": timeout,
+            "code": code,
+            "stdin": stdin,
+            "memory_limit_MB": memory_limit_mb,
+            "language": "python",
+            "files": {},
+            "fetch_files": [],
+        }
+    )
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    error = None
+    for _ in range(3):
+        try:
+            response = requests.post(url, headers=headers, data=payload, timeout=timeout * 2 + 10)
+            if response.status_code == 504:
+                continue
+            response.raise_for_status()
+            return response.json(), None
+        except requests.exceptions.RequestException as exc:
+            error = str(exc)
+            break
+    return None, error or "504"
+
+
+def verl_verdict(answer: dict[str, Any] | None, expected: str) -> bool | int:
+    """verl's result for one test: True/False on a run's stdout, -1 sandbox or API error,
+    -2 runtime error, -3 timeout, -4 compile error."""
+    if answer is None or answer.get("status") not in ("Success", "Failed"):
+        return -1
+    compiled, run = answer.get("compile_result"), answer.get("run_result")
+    if answer["status"] == "Success":
+        if not run or run.get("status") != "Finished":
+            return -1
+        return str(run.get("stdout") or "").rstrip("\n") == expected.rstrip("\n")
+    if compiled and (
+        compiled.get("status") in ("Error", "TimeLimitExceeded")
+        or (compiled.get("status") == "Finished" and compiled.get("return_code") != 0)
+    ):
+        return -4
+    if not run:
+        return -1
+    if run.get("status") == "TimeLimitExceeded":
+        return -3
+    if run.get("status") == "Error" or run.get("return_code") != 0:
+        return -2
+    return -1
+
+
+@pytest.mark.parametrize(
+    ("code", "stdin", "expected", "timeout", "verdict"),
+    [
+        pytest.param("print(int(input()) * 2)", "21", "42\n", 10, True, id="correct"),
+        pytest.param("print(int(input()) + 2)", "21", "42\n", 10, False, id="wrong"),
+        pytest.param("import sys\nsys.exit(1)", "", "", 10, -2, id="runtime-error"),
+        pytest.param("while True:\n    pass", "", "", 1, -3, id="timeout"),
+        pytest.param("x = bytearray(1 << 31)\nprint(len(x))", "", "", 10, -2, id="memory"),
+    ],
+)
+def test_verl_client_verdicts(
+    endpoint: str, code: str, stdin: str, expected: str, timeout: int, verdict: bool | int
+) -> None:
+    """verl's reward reads each answer as it reads SandboxFusion's: pass, fail, -2, -3."""
+    answer, error = verl_call(f"{endpoint}/run_code", code, stdin, timeout, memory_limit_mb=256)
+    assert error is None
+    assert verl_verdict(answer, expected) == verdict
+
+
+def test_verl_memory_limit_is_python_memory_error(endpoint: str) -> None:
+    """Out of `memory_limit_MB`, Python dies of MemoryError with code 1, as under SandboxFusion."""
+    answer, _ = verl_call(f"{endpoint}/run_code", "x = bytearray(1 << 31)", "", 10, 256)
+    assert answer is not None
+    run = answer["run_result"]
+    assert (answer["status"], run["status"], run["return_code"]) == ("Failed", "Finished", 1)
+    assert run["stderr"].rstrip().endswith("MemoryError")
+
+
+def test_roll_request_with_its_extra_keys_and_tag(endpoint: str) -> None:
+    """ROLL's body (its `expected_stdout` key, a ```python3 fence's tag) runs as python."""
+    body = {
+        "compile_timeout": 30,
+        "run_timeout": 30,
+        "code": "print(sum(map(int, input().split())))",
+        "language": "python3",
+        "stdin": "1 2 3",
+        "expected_stdout": "6",
+    }
+    answer = httpx.post(f"{endpoint}/run_code", json=body, timeout=60).json()
+    assert (answer["status"], answer["run_result"]["stdout"]) == ("Success", "6\n")
+
+
+def test_runs_are_counted_as_run_code_gradings(server: LiveServer) -> None:
+    """The runs are in /metrics under the `run_code` scorer, as /score's gradings are."""
+    metrics = httpx.get(f"{server.url}/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert 'scorer="run_code"' in metrics.text
