@@ -8,7 +8,8 @@ bytes and is parsed as data.
 `zygote_client.ZygoteSandbox` is the implementation a worker holds. The
 zygote process it starts imports only the stdlib and these modules:
 `zygote` (fork, supervise, answer), `confine` (what a run does to itself),
-`runners` (how a run becomes the program), `seccomp`, `landlock`,
+`runners` (how a run becomes the program), `toolchains` (compiled
+languages: build once per program, then exec), `seccomp`, `landlock`,
 `namespaces`, `linux` (ctypes calls) and `protocol` (length-prefixed JSON,
 spoken by both sides). docs/sandbox.md describes the layers.
 """
@@ -20,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-LANGUAGES = ("python",)
-"""The runners a `Program.language` may name."""
+LANGUAGES = ("python", "cpp", "java", "go", "javascript", "rust")
+"""The runners a `Program.language` may name (all but python: `toolchains.TOOLCHAINS`)."""
 
 LAYERS = (
     "process",
@@ -45,13 +46,15 @@ class Kind(str, enum.Enum):
     OK = "ok"
     """Exited with status 0 within every limit (its output may still be wrong)."""
     RUNTIME_ERROR = "runtime_error"
-    """Exited non-zero, raised, was killed by a signal, or did not compile."""
+    """Exited non-zero, raised, was killed by a signal."""
     TIME_LIMIT = "time_limit"
     """Ran past its wall or CPU time."""
     MEMORY_LIMIT = "memory_limit"
     """Ran out of its address space."""
     OUTPUT_LIMIT = "output_limit"
     """Wrote more than its output cap."""
+    COMPILE_ERROR = "compile_error"
+    """Did not build (`Sandbox.run` answers this one outcome; `Execution.build` says how)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class Program:
 
     language: str
     source: str
+    dialect: str | None = None
+    """The language's standard or edition where it has several (C++ `c++17`, `c++20`...;
+    Rust `2021`...); None: the default (`toolchains.Toolchain.dialects`)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,24 @@ class Outcome:
     exit_code: int | None
     """Its exit status, or None when a signal ended it."""
     elapsed_s: float
+
+
+@dataclass(frozen=True)
+class Execution:
+    """A program's build (compiled languages) and its runs."""
+
+    build: Outcome | None
+    """How the build ended (`ok`, or why not: `runtime_error` for the compiler's own
+    failure, `time_limit`, `memory_limit`, `output_limit`; `stderr` its messages' head);
+    None for a language without one. A program that did not build has no runs."""
+    runs: list[Outcome]
+
+    def outcomes(self) -> list[Outcome]:
+        """`Sandbox.run`'s answer: the runs, or one `compile_error` that carries the build's."""
+        if self.build is None or self.build.kind is Kind.OK:
+            return self.runs
+        build = self.build
+        return [Outcome(Kind.COMPILE_ERROR, b"", build.stderr, build.exit_code, build.elapsed_s)]
 
 
 class Sandbox(Protocol):
@@ -106,7 +130,8 @@ class Sandbox(Protocol):
     ) -> list[Outcome]:
         """Run `program` once per item of `stdins`, in order, each in a fresh process.
 
-        Stops after the first run that is not `Kind.OK` when
+        A compiled language's program is built first, once (one `Kind.COMPILE_ERROR`
+        outcome when it does not build). Stops after the first run that is not `Kind.OK` when
         `stop_at_first_failure`, and before a run that could overrun
         `budget_s` (the whole call's seconds): the outcomes may be fewer than
         `stdins`. Never raises for anything the program does.

@@ -22,7 +22,8 @@ import resource
 import signal
 import socket
 import zlib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from reward_service.sandbox import linux
 from reward_service.sandbox.landlock import Ruleset
@@ -35,6 +36,9 @@ zygote holds (`claim_run_uid`): 60600-61111, inside the 16-bit range a user-name
 pod maps, beside systemd's dynamic users (61184-65519) and nobody (65534), which other
 services use."""
 OPEN_FILES = 64
+EXEC_FD = OPEN_FILES
+"""Where a run that execs its program holds the file (close-on-exec): the only descriptor
+its filter lets `execveat` take, and past `OPEN_FILES`, so no file opened later gets it."""
 THREADS = 256
 """A run's task budget (its threads, the main one included)."""
 THREAD_MARGIN = 256
@@ -69,12 +73,30 @@ class Confinement:
     landlock_reads: list[str] | None
     """What a run may read under landlock (it writes only its scratch dir); None: no landlock."""
     syscall_filter: SyscallFilter | None
+    _variants: dict[tuple[str, bool, tuple[str, ...]], SyscallFilter] = field(default_factory=dict)
 
-    def ruleset(self, workdir: str) -> Ruleset | None:
-        """The run's landlock ruleset, built in the zygote before the fork."""
+    def ruleset(
+        self, workdir: str, execute: Sequence[str] | None = None, reads: Sequence[str] = ()
+    ) -> Ruleset | None:
+        """The run's landlock ruleset, built in the zygote before the fork: `execute` the
+        only files it may exec (None: what it reads), `reads` its own beyond the zygote's."""
         if self.landlock_reads is None:
             return None
-        return Ruleset(self.landlock_reads, [workdir, "/dev/null"])
+        return Ruleset(self.landlock_reads, [workdir, "/dev/null"], execute, reads)
+
+    def filter_for(self, mode: str, allowed: tuple[str, ...] = ()) -> SyscallFilter | None:
+        """The filter of a run of `mode`: `program` (the interpreter's own), `exec` (it execs
+        the file at `EXEC_FD`), `build` (a compiler: processes, execs, writes), with the
+        denied calls `allowed` allowed; each built once."""
+        base = self.syscall_filter
+        if base is None or mode == "program":
+            return base
+        key = (mode, base.read_only_files, allowed)
+        if key not in self._variants:
+            exec_fd = EXEC_FD if mode == "exec" else None
+            built = SyscallFilter(base.read_only_files, exec_fd, mode == "build", allowed)
+            self._variants[key] = built
+        return self._variants[key]
 
     def apply(
         self,
@@ -82,12 +104,16 @@ class Confinement:
         ruleset: Ruleset | None,
         workdir: str,
         limits: RunLimits,
+        syscall_filter: SyscallFilter | None = None,
+        exec_fd: int | None = None,
     ) -> None:
-        """In the forked run process: raises OSError naming the step that failed."""
+        """In the forked run process: raises OSError naming the step that failed. Without
+        `syscall_filter` the run gets the zygote's; `exec_fd` moves to `EXEC_FD`."""
         step = "process"
+        syscall_filter = syscall_filter or self.syscall_filter
         try:
             os.setsid()
-            _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])])
+            _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])], exec_fd)
             step = "rlimits"
             _set_rlimits(limits)
             if self.run_uid is not None:
@@ -111,19 +137,26 @@ class Confinement:
                 step = "landlock"
                 ruleset.restrict_self(_RULESET_FD)
                 os.close(_RULESET_FD)
-            if self.syscall_filter is not None:
+            if syscall_filter is not None:
                 step = "seccomp"
-                self.syscall_filter.install(os.getpid())
+                syscall_filter.install(os.getpid())
         except OSError as e:
             raise OSError(e.errno, f"{step}: {e.strerror}") from None
 
 
-def _own_fds(keep: list[int]) -> None:
-    """`keep` become fds 0, 1, ... (the run's pipes, then its ruleset); all others close."""
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in keep]
-    for target, fd in enumerate(high):
+def _own_fds(keep: list[int], exec_fd: int | None = None) -> None:
+    """`keep` become fds 0, 1, ... (the run's pipes, then its ruleset), `exec_fd` becomes
+    `EXEC_FD` (close-on-exec); all others close."""
+    moving = keep if exec_fd is None else [*keep, exec_fd]
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, EXEC_FD + 1) for fd in moving]
+    for target, fd in enumerate(high[: len(keep)]):
         os.dup2(fd, target, inheritable=False)
-    os.closerange(len(high), 1 << 20)
+    if exec_fd is None:
+        os.closerange(len(keep), 1 << 20)
+        return
+    os.dup2(high[-1], EXEC_FD, inheritable=False)
+    os.closerange(len(keep), EXEC_FD)
+    os.closerange(EXEC_FD + 1, 1 << 20)
 
 
 def _set_rlimits(limits: RunLimits) -> None:

@@ -1,7 +1,8 @@
 """The landlock layer: a ruleset built once in the zygote, applied by every run.
 
 Stdlib only (the zygote imports it). A run may read (and execute) only the
-paths it is given to read, write only beneath its scratch root, bind or
+paths it is given to read (a run that execs its program: execute only that
+program and its loader), write only beneath its scratch root, bind or
 connect no TCP port (ABI 4+), and signal or reach through abstract unix
 sockets nothing outside its own domain (ABI 6+). Each piece is handled only
 where the kernel's ABI has it; `pieces` says which.
@@ -45,9 +46,18 @@ _ABI: list[int] = []
 
 
 class Ruleset:
-    """A ruleset fd: `read` paths readable, `write` paths fully usable, the rest denied."""
+    """A ruleset fd: `read` paths readable, `write` paths fully usable, the rest denied.
 
-    def __init__(self, read: Iterable[str], write: Iterable[str]) -> None:
+    With `execute` (a run that execs its program) only those files may be executed
+    (the program, its loader), nothing read or written; else whatever is readable."""
+
+    def __init__(
+        self,
+        read: Iterable[str],
+        write: Iterable[str],
+        execute: Iterable[str] | None = None,
+        read_once: Iterable[str] = (),
+    ) -> None:
         if not _ABI:
             _ABI.append(abi())
         version = _ABI[0]
@@ -63,11 +73,16 @@ class Ruleset:
             attributes += struct.pack("=Q", _SCOPES)
             self.pieces.append("scope")
         self.fd = linux.syscall(linux.LANDLOCK_CREATE_RULESET, attributes, len(attributes), 0)
-        read_access = _EXECUTE | _READ_FILE | _READ_DIR
+        read_access = _READ_FILE | _READ_DIR | (_EXECUTE if execute is None else 0)
+        write_access = handled_fs & ~(_EXECUTE if execute is not None else 0)
         for path in read:
             self._allow(path, read_access, held=True)
+        for path in read_once:
+            self._allow(path, read_access)
         for path in write:
-            self._allow(path, handled_fs)
+            self._allow(path, write_access)
+        for path in execute or ():
+            self._allow(path, _EXECUTE | _READ_FILE)
 
     def _allow(self, path: str, access: int, held: bool = False) -> None:
         if held:

@@ -3,9 +3,10 @@
 Stdlib only (the zygote imports it). A runner's `run` is called in the run
 process after every layer is in place and never returns. Python runs in
 the forked interpreter itself (no exec: the filter denies it). A compiled
-language would add a runner whose `prepare` step builds the binary once per
-program in a confined process and whose `run` execs it, under a filter that
-allows exactly that exec.
+language (`toolchains`) runs as two `ExecRunner`s: its build, once per
+program in a confined run of its own, and its launch, in every run: each
+execs the file the zygote opened for it at `confine.EXEC_FD`, the launch
+under a filter that allows exactly that exec.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ import os
 import sys
 import traceback
 import types
+from dataclasses import dataclass
 from typing import NoReturn, Protocol
+
+from reward_service.sandbox.confine import EXEC_FD
+from reward_service.sandbox.supervise import Sink
+from reward_service.sandbox.toolchains import Command
 
 SCRIPT = "solution.py"
 ONE_THREAD = {
@@ -43,7 +49,9 @@ RLIMIT_AS or the CPU limit, a wrong answer for a correct program)."""
 
 
 class Runner(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The language (`Program.language`), or a build's `<language>-build`."""
 
     def write_files(self, source: memoryview, workdir: str) -> None:
         """In the zygote, before the fork: the files the run starts with (it may write none).
@@ -51,9 +59,11 @@ class Runner(Protocol):
         `source` is the program's UTF-8 text, in a buffer runs do not inherit."""
 
     def run(self, workdir: str) -> NoReturn:
-        """Become the program: stdin/stdout/stderr are fds 0-2 (no other is open), cwd is
-        `workdir`. A program that died of MemoryError ends with status 1 and a last
-        stderr line starting `MemoryError`, as `python` does."""
+        """Become the program: stdin/stdout/stderr are fds 0-2 (no other is open but
+        `EXEC_FD` for an exec), cwd is `workdir`."""
+
+    def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
+        """Whether a run that ended so died of running out of memory."""
 
 
 class PythonRunner:
@@ -92,6 +102,45 @@ class PythonRunner:
         main.__file__ = script
         sys.modules["__main__"] = main
         os._exit(_finish(_execute(source, main)))
+
+    def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
+        """Status 1 and a last stderr line starting `MemoryError`, as `python` ends so."""
+        return exit_code == 1 and stderr.last_line_starts(b"MemoryError")
+
+
+EXEC_FAILED = 127
+
+
+@dataclass(frozen=True)
+class ExecRunner:
+    """Becomes `command` by exec of the file at `EXEC_FD`: a build (it starts with the
+    source as `source_name`, its stderr joined to stdout) or a compiled program's run."""
+
+    name: str
+    command: Command
+    source_name: str | None = None
+    memory_errors: tuple[bytes, ...] = ()
+
+    def write_files(self, source: memoryview, workdir: str) -> None:
+        if self.source_name is not None:
+            with open(os.path.join(workdir, self.source_name), "wb") as f:
+                f.write(source)
+
+    def run(self, workdir: str) -> NoReturn:
+        env = {"HOME": workdir, "TMPDIR": workdir, **ONE_THREAD}
+        env.update((k, v.replace("{workdir}", workdir)) for k, v in self.command.env.items())
+        if self.source_name is not None:
+            os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them
+        for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)
+            os.set_inheritable(fd, True)
+        try:
+            os.execve(EXEC_FD, self.command.argv, env)
+        except OSError as e:
+            os.write(2, f"sandbox: exec of {self.command.argv[0]} failed: {e}\n".encode())
+        os._exit(EXEC_FAILED)
+
+    def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
+        return exit_code != 0 and any(stderr.contains(text) for text in self.memory_errors)
 
 
 def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> io.TextIOWrapper:

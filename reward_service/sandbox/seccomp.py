@@ -22,6 +22,15 @@ Where no landlock confines the file system, the filter can also refuse
 every file write (`read_only_files`): opening for writing or creating,
 creating, removing, renaming, linking. It cannot tell the scratch directory
 from the rest (a filter sees no paths), so such a run writes no file at all.
+
+Two variants serve compiled languages (`toolchains`): a run that becomes its
+program by exec (`exec_fd`) may call `execveat` only with that descriptor
+and exactly `AT_EMPTY_PATH`, never `execve` (a filter sees no path: an
+absolute path given with them is followed, so what holds the exec to the
+program's own file is landlock's execute right, `landlock.Ruleset`); a build
+(`processes`) may fork and exec the compiler's own helpers, and write files.
+A runtime may need a denied call (`allowed`: the JVM's `socketpair`, a
+connected pair of unix sockets that reaches nothing outside the process).
 """
 
 from __future__ import annotations
@@ -78,6 +87,9 @@ FILE_WRITES = (
 )  # fmt: skip
 """Calls that answer EACCES under `read_only_files`."""
 _ENOSYS_CALLS = ("clone3", "openat2")
+_AT_EMPTY_PATH = 0x1000
+_PROCESS_CALLS = ("fork", "vfork", "execve", "execveat")
+"""Denied to every run but a build's."""
 _SPECIAL = (
     *_OWN_PID_IN_ARG0,
     *_OPEN_FLAGS_ARG,
@@ -127,9 +139,16 @@ class SyscallFilter:
     syscall number at install (its always-allowed cache) and each filtered call stay short.
     """
 
-    def __init__(self, read_only_files: bool = False) -> None:
+    def __init__(
+        self,
+        read_only_files: bool = False,
+        exec_fd: int | None = None,
+        processes: bool = False,
+        allowed: tuple[str, ...] = (),
+    ) -> None:
         if linux.ARCH is None:
             raise OSError(errno.ENOTSUP, "seccomp filter: unsupported architecture")
+        read_only_files = read_only_files and not processes
         self.read_only_files = read_only_files
         header: list[_Item] = [
             _op(_LD_W_ABS, _ARCH),
@@ -149,13 +168,22 @@ class SyscallFilter:
                 rules[number] = block
 
         for name in DENIED:
-            rule(name, [_op(_RET_K, _EPERM)])
+            if name in allowed:
+                continue
+            if not (processes or exec_fd is not None) or name not in _PROCESS_CALLS:
+                rule(name, [_op(_RET_K, _EPERM)])
+        if exec_fd is not None and not processes:
+            rule("execve", [_op(_RET_K, _EPERM)])
+            rule("execveat", _execveat_of(exec_fd))
         for name in _ENOSYS_CALLS:
             rule(name, [_op(_RET_K, _ENOSYS)])
         if read_only_files:
             for name in FILE_WRITES:
                 rule(name, [_op(_RET_K, _EACCES)])
-        rule("clone", _allow_if(0, linux.CLONE_THREAD | _NAMESPACE_FLAGS, linux.CLONE_THREAD))
+        if processes:
+            rule("clone", _allow_if(0, _NAMESPACE_FLAGS, 0))
+        else:
+            rule("clone", _allow_if(0, linux.CLONE_THREAD | _NAMESPACE_FLAGS, linux.CLONE_THREAD))
         rule("prlimit64", _allow_if(0, 0xFFFFFFFF, 0))
         rule(
             "fcntl",
@@ -214,6 +242,18 @@ def _allow_if(arg: int, mask: int, equals: int, denial: int = _EPERM) -> list[_I
         _op(_JEQ_K, equals, jf=1),
         _op(_RET_K, _ALLOW),
         _op(_RET_K, denial),
+    ]
+
+
+def _execveat_of(fd: int) -> list[_Item]:
+    """Allow `execveat(fd, "", ..., AT_EMPTY_PATH)` (its flags exactly), else EPERM."""
+    return [
+        _op(_LD_W_ABS, _ARGS_LOW),
+        _op(_JEQ_K, fd, jf=3),
+        _op(_LD_W_ABS, _ARGS_LOW + 8 * 4),
+        _op(_JEQ_K, _AT_EMPTY_PATH, jf=1),
+        _op(_RET_K, _ALLOW),
+        _op(_RET_K, _EPERM),
     ]
 
 

@@ -78,6 +78,10 @@ class Sink:
         start = self.buffer.rfind(b"\n", 0, end) + 1
         return self.buffer.find(prefix, start, end) == start
 
+    def contains(self, text: bytes) -> bool:
+        """Whether `text` is in what the sink holds, searched in place."""
+        return self.buffer.find(text, 0, self.size) >= 0
+
     def close(self) -> None:
         """Give the buffer back for a later sink of the same shape (its pages stay faulted in),
         or free it once `_FREE_MAX` wait in all. Only `size` bytes of a buffer are ever read."""

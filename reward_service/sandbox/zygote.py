@@ -23,10 +23,12 @@ if __name__ == "__main__":
 import bisect  # noqa: F401  # pre-warmed for the programs
 import collections  # noqa: F401
 import contextlib
+import dataclasses
 import decimal  # noqa: F401
 import fractions  # noqa: F401
 import functools  # noqa: F401
 import gc
+import hashlib
 import heapq  # noqa: F401
 import itertools  # noqa: F401
 import json
@@ -53,7 +55,7 @@ from reward_service.sandbox.confine import (
     shared_uid_task_limit,
 )
 from reward_service.sandbox.landlock import Ruleset
-from reward_service.sandbox.runners import RUNNERS, Runner
+from reward_service.sandbox.runners import RUNNERS, ExecRunner, Runner
 from reward_service.sandbox.seccomp import SyscallFilter
 from reward_service.sandbox.supervise import (
     ScratchWatch,
@@ -64,17 +66,70 @@ from reward_service.sandbox.supervise import (
     supervise,
     sweep_scratch_roots,
 )
+from reward_service.sandbox.toolchains import (
+    TOOLCHAINS,
+    Found,
+    Toolchain,
+    elf_interpreter,
+    found_from_json,
+)
 
 STDERR_TAIL = 1024
 RUN_OVERHEAD_S = 0.05
 """Set aside per run, beyond its time limit, when deciding whether it fits in the budget."""
 _PROBE_IMPORTS = ("colorsys", "datetime", "cmath", "array", "textwrap")
 """Stdlib modules a probe run imports from disk (those the zygote has not imported)."""
+BUILD_OUTPUT = 64 * 1024
+"""A build's messages read (stdout and stderr joined); past it the build ends `output_limit`."""
+BUILD_MESSAGE = 4096
+"""Of a build's messages, the first bytes answered."""
+BUILDS_KEPT = 2
+"""Programs kept built (the answer in progress, the one before): an answer's tests sent in
+several requests build once."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """A kind of run: the runner it becomes and what it may use."""
+
+    runner: Runner
+    time_s: float
+    memory_mb: int
+    output_bytes: int
+    mode: str = "program"
+    """Its seccomp filter (`Confinement.filter_for`)."""
+    syscalls: tuple[str, ...] = ()
+    """Calls denied to other runs that this one may make (its runtime's)."""
+    executable: str | None = None
+    """The file opened for it at `EXEC_FD`."""
+    execute: tuple[str, ...] | None = None
+    """The only files it may exec under landlock; None: whatever it reads."""
+    reads: tuple[str, ...] = ()
+    """What it reads beyond the zygote's read paths (its build)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """A program built once for its runs: where, under which name, how the build ended."""
+
+    directory: str
+    source_name: str
+    reply: protocol.Message
+    message: bytes
 
 
 class Zygote:
-    def __init__(self, scratch_mb: int) -> None:
+    def __init__(
+        self,
+        scratch_mb: int,
+        toolchains: dict[str, Found] | None = None,
+        pch: dict[str, str] | None = None,
+    ) -> None:
         self.scratch_mb = scratch_mb
+        self.toolchains = toolchains or {}
+        self.pch = pch
+        """{"dir", "dialect"}: a precompiled `bits/stdc++.h` for C++ builds of that dialect."""
+        self.builds: dict[str, Build] = {}
         self.runs = 0
         self.running: int | None = None
         """The run process between its fork and its reaping."""
@@ -92,7 +147,9 @@ class Zygote:
         switch_uid = can_switch_uid and "userns" not in self.namespaces
         # Claimed before a network namespace of our own: claims are names in the host's.
         self.uid_claim = claim_run_uid() if switch_uid else None
-        read_paths = _read_paths()
+        read_paths = _read_paths([*(r for f in self.toolchains.values() for r in f.reads)])
+        if pch is not None:
+            read_paths.append(pch["dir"])
         self.scratch_root = ""
         self.root_lock: int | None = None
         self.pid_namespace = False
@@ -143,7 +200,7 @@ class Zygote:
         paths = [p for p in sys.path if os.path.isdir(p)]
         imports = "".join(f"import {m}\n" for m in _PROBE_IMPORTS if m not in sys.modules)
         source = f"import os\nfor p in {paths!r}:\n    os.listdir(p)\n{imports}print('ok')\n"
-        probe = {"language": "python", "time_s": 10, "memory_mb": 512, "output_bytes": 1024}
+        probe = Step(RUNNERS["python"], 10, 512, 1024)
         for _ in range(4):
             reply, seen = self.run(probe, memoryview(source.encode()), memoryview(b""))
             stdout = bytes(seen.stdout.head(1024))
@@ -181,12 +238,15 @@ class Zygote:
         with memoryview(payload) as view:
             offset = int(request["source_bytes"])
             source = view[:offset]
-            for size in request["stdin_bytes"]:
+            step = self._step(request, source, started, control_out)
+            sizes = request["stdin_bytes"] if step is not None else []
+            for size in sizes:
+                assert step is not None
                 left = float(request["budget_s"]) - (time.monotonic() - started)
                 if left < float(request["time_s"]) + RUN_OVERHEAD_S:
                     break
                 stdin, offset = view[offset : offset + size], offset + size
-                outcome, seen = self.run(request, source, stdin)
+                outcome, seen = self.run(step, source, stdin)
                 stdout = seen.stdout.head(int(request["output_bytes"]))
                 stderr = seen.stderr.tail(STDERR_TAIL)
                 outcome.update(stdout_bytes=len(stdout), stderr_bytes=len(stderr))
@@ -200,18 +260,106 @@ class Zygote:
             source.release()
         protocol.write_frame(control_out, {"done": True})
 
-    def run(
-        self, request: protocol.Message, source: memoryview, stdin: memoryview
-    ) -> tuple[protocol.Message, Seen]:
-        """One run of `request`'s program on `stdin`: its outcome and what was read of it."""
-        runner = RUNNERS[request["language"]]
-        limits = RunLimits(
-            float(request["time_s"]), int(request["memory_mb"]), self.scratch_mb, self._tasks()
+    def _step(
+        self, request: protocol.Message, source: memoryview, started: float, control_out: int
+    ) -> Step | None:
+        """How `request`'s program runs; for a compiled language its build first (once per
+        program, answered as a `build` frame), None when it did not build."""
+        language = request["language"]
+        time_s, memory_mb = float(request["time_s"]), int(request["memory_mb"])
+        output_bytes = int(request["output_bytes"])
+        if language not in TOOLCHAINS:
+            return Step(RUNNERS[language], time_s, memory_mb, output_bytes)
+        toolchain = TOOLCHAINS[language]
+        build = self._build(toolchain, request, source, started)
+        reply = {"build": build.reply, "stdout_bytes": 0, "stderr_bytes": len(build.message)}
+        protocol.write_frame(control_out, reply, build.message)
+        if build.reply["kind"] != "ok":
+            return None
+        found = self.toolchains[language]
+        command = toolchain.launch(found, build.directory, build.source_name, memory_mb)
+        loader = elf_interpreter(command.executable)
+        return Step(
+            ExecRunner(language, command, memory_errors=toolchain.memory_errors),
+            time_s,
+            memory_mb + toolchain.runtime_mb,
+            output_bytes,
+            mode="exec",
+            syscalls=toolchain.syscalls,
+            executable=command.executable,
+            execute=(command.executable, *([loader] if loader else [])),
+            reads=(build.directory,),
         )
+
+    def _build(
+        self, toolchain: Toolchain, request: protocol.Message, source: memoryview, started: float
+    ) -> Build:
+        """The program built (or kept from an earlier request), in a confined run of the
+        compiler with the request's build limits."""
+        found = self.toolchains.get(toolchain.language)
+        try:
+            dialect = toolchain.dialect(request.get("dialect"))
+        except ValueError as e:
+            return _failed_build(str(e))
+        if found is None:
+            return _failed_build(f"no {toolchain.language} toolchain in this sandbox")
+        key = hashlib.sha256(f"{toolchain.language} {dialect}\0".encode() + source).hexdigest()
+        kept = self.builds.pop(key, None)
+        if kept is not None:
+            self.builds[key] = kept
+            return dataclasses.replace(kept, reply={**kept.reply, "kept": True})
+        while len(self.builds) >= BUILDS_KEPT:
+            remove_tree(self.builds.pop(next(iter(self.builds))).directory)
+        source_name = toolchain.source_name(bytes(source).decode("utf-8", "replace"))
+        pch = self.pch["dir"] if self.pch and self.pch["dialect"] == dialect else None
+        if toolchain.language != "cpp":
+            pch = None
+        command = toolchain.build(found, dialect, source_name, pch)
+        left = float(request["budget_s"]) - (time.monotonic() - started) - RUN_OVERHEAD_S
+        step = Step(
+            ExecRunner(f"{toolchain.language}-build", command, source_name),
+            max(0.1, min(float(request["build_time_s"]), left)),
+            int(request["build_memory_mb"]),
+            BUILD_OUTPUT,
+            mode="build",
+            syscalls=toolchain.syscalls,
+            executable=command.executable,
+        )
+        self.runs += 1
+        directory = os.path.join(self.scratch_root, f"build-{self.runs}")
+        os.mkdir(directory, 0o711)
+
+        def keep(workdir: str) -> None:
+            _keep_outputs(workdir, directory, toolchain.outputs)
+
+        reply, seen = self.run(step, source, memoryview(b""), keep)
+        message = bytes(seen.stdout.head(BUILD_MESSAGE))
+        seen.close()
+        build = Build(directory, source_name, {**reply, "kept": False}, message)
+        if reply["kind"] == "ok":
+            self.builds[key] = build
+        else:
+            remove_tree(directory)
+        return build
+
+    def run(
+        self,
+        step: Step,
+        source: memoryview,
+        stdin: memoryview,
+        keep: typing.Callable[[str], None] | None = None,
+    ) -> tuple[protocol.Message, Seen]:
+        """One run of `step` on `stdin`: its outcome and what was read of it; `keep` takes
+        what it wants of the run's directory when the run ended `ok`."""
+        runner = step.runner
+        limits = RunLimits(step.time_s, step.memory_mb, self.scratch_mb, self._tasks())
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
         os.mkdir(workdir, 0o700)
+        exec_fd = None
         try:
+            if step.executable is not None:
+                exec_fd = os.open(step.executable, os.O_PATH | os.O_CLOEXEC)
             runner.write_files(source, workdir)
             if self.confinement.run_uid is not None:
                 # the files before their directory; the directory keeps the zygote's group
@@ -221,7 +369,7 @@ class Zygote:
                     os.chown(path, self.confinement.run_uid, self.confinement.run_uid)
                 os.chmod(workdir, 0o750)
                 os.chown(workdir, self.confinement.run_uid, os.getegid())
-            ruleset = self.confinement.ruleset(workdir)
+            ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
             stdin_r, stdin_w = os.pipe()
             stdout_r, stdout_w = os.pipe()
             stderr_r, stderr_w = os.pipe()
@@ -233,7 +381,7 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 child_fds = (stdin_r, stdout_w, stderr_w, report_w)
-                self._become_run(runner, child_fds, ruleset, workdir, limits)
+                self._become_run(step, child_fds, ruleset, workdir, limits, exec_fd)
             self.running = pid
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
@@ -243,7 +391,7 @@ class Zygote:
                 stdin,
                 (stdin_w, stdout_r, stderr_r, report_r),
                 started + limits.time_s,
-                int(request["output_bytes"]),
+                step.output_bytes,
                 watch,
                 ThreadWatch(pid, THREADS) if self.shares_uid else None,
                 lambda: self._kill(pid),
@@ -252,9 +400,16 @@ class Zygote:
             self.running = None
             if watch is not None:
                 seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
+            outcome = _outcome(seen, status, cpu_s, limits, seen.ended - started, runner)
+            if keep is not None and outcome["kind"] == "ok":
+                if self.confinement.run_uid is not None:  # the run's directory back
+                    os.chown(workdir, os.geteuid(), os.getegid())
+                keep(workdir)
         finally:
+            if exec_fd is not None:
+                os.close(exec_fd)
             remove_tree(workdir)
-        return _outcome(seen, status, cpu_s, limits, seen.ended - started), seen
+        return outcome, seen
 
     @property
     def shares_uid(self) -> bool:
@@ -274,22 +429,24 @@ class Zygote:
 
     def _become_run(
         self,
-        runner: Runner,
+        step: Step,
         fds: tuple[int, int, int, int],
         ruleset: Ruleset | None,
         workdir: str,
         limits: RunLimits,
+        exec_fd: int | None,
     ) -> None:
         """In the forked child: confine, then become the program; never returns."""
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
-                self.confinement.apply(fds, ruleset, workdir, limits)
+                syscall_filter = self.confinement.filter_for(step.mode, step.syscalls)
+                self.confinement.apply(fds, ruleset, workdir, limits, syscall_filter, exec_fd)
             except OSError as e:
                 os.write(REPORT_FD, str(e.strerror).encode())
                 os._exit(CONFINEMENT_FAILED)
             os.close(REPORT_FD)  # the program gets no channel but its standard streams
-            runner.run(workdir)
+            step.runner.run(workdir)
         finally:
             os._exit(CONFINEMENT_FAILED)
 
@@ -334,7 +491,7 @@ class Zygote:
 
 
 def _outcome(
-    seen: Seen, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float
+    seen: Seen, status: int, cpu_s: float, limits: RunLimits, elapsed_s: float, runner: Runner
 ) -> protocol.Message:
     """The reply's fields; stdout and stderr follow it as payload, never in it."""
     exit_code = os.waitstatus_to_exitcode(status)
@@ -348,7 +505,7 @@ def _outcome(
         kind = "runtime_error"
     elif seen.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
         kind = "time_limit"
-    elif exit_code == 1 and seen.stderr.last_line_starts(b"MemoryError"):
+    elif runner.out_of_memory(exit_code, seen.stderr):
         kind = "memory_limit"
     elif exit_code == 0:
         kind = "ok"
@@ -362,12 +519,37 @@ def _outcome(
     }
 
 
-def _read_paths() -> list[str]:
-    """What a run may read: the system's libraries, a few /etc files, devices, Python's own."""
+def _read_paths(toolchains: list[str]) -> list[str]:
+    """What a run may read: the system's libraries, a few /etc files, devices, Python's own,
+    the toolchains' directories outside the system's."""
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     python.update(p for p in sys.path if p and os.path.isdir(p))
+    python.update(p for p in toolchains if os.path.isdir(p))
     paths = [*namespaces.SYSTEM_DIRS, *namespaces.ETC_FILES, *namespaces.DEVICES]
     return paths + sorted(os.path.abspath(p) for p in python)
+
+
+def _failed_build(message: str) -> Build:
+    reply = {"kind": "runtime_error", "exit_code": None, "elapsed_s": 0.0, "confinement": None}
+    return Build("", "", {**reply, "kept": False}, message.encode()[:BUILD_MESSAGE])
+
+
+def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> None:
+    """A build's outputs moved from its run's directory to the build's own, the zygote's:
+    a binary execute-only (a run that execs a file it cannot read is not dumpable), the
+    rest read-only."""
+    for entry in os.scandir(workdir):
+        wanted = any(
+            entry.name == name or (name.startswith("*") and entry.name.endswith(name[1:]))
+            for name in outputs
+        )
+        if not wanted or not entry.is_file(follow_symlinks=False):
+            continue
+        target = os.path.join(directory, entry.name)
+        os.rename(entry.path, target)
+        with contextlib.suppress(PermissionError):
+            os.chown(target, os.geteuid(), os.getegid())
+        os.chmod(target, 0o111 if entry.name == "main" else 0o444)
 
 
 def _try(build: typing.Callable[[], typing.Any]) -> typing.Any:
@@ -392,7 +574,8 @@ def main() -> None:
     try:
         try:
             left = sweep_scratch_roots(tempfile.gettempdir())  # before a mount namespace
-            zygote = Zygote(int(config["scratch_mb"]))
+            toolchains = {k: found_from_json(v) for k, v in config.get("toolchains", {}).items()}
+            zygote = Zygote(int(config["scratch_mb"]), toolchains, config.get("pch"))
             gc.freeze()
             error = zygote.self_test()
         except OSError as e:

@@ -23,8 +23,18 @@ from types import TracebackType
 from typing import TypeGuard
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import LANGUAGES, LAYERS, Kind, Limits, Outcome, Program, protocol
+from reward_service.sandbox import (
+    LANGUAGES,
+    LAYERS,
+    Execution,
+    Kind,
+    Limits,
+    Outcome,
+    Program,
+    protocol,
+)
 from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
+from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover, found_to_json, pch_of
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +51,34 @@ _STDERR_CHARS = 2048
 class ZygoteSandbox:
     """Runs programs through a pre-warmed zygote; raises `SandboxUnavailable` at start-up
     if it cannot start or an item of `required_layers` is not met: each item is a layer,
-    or alternatives `a|b` of which one must be active (`parse_required_layers`)."""
+    or alternatives `a|b` of which one must be active (`parse_required_layers`).
 
-    def __init__(self, scratch_mb: int = 64, required_layers: Iterable[str] = ()) -> None:
+    Compiled languages (`languages`, all by default) use the toolchains found in
+    `toolchain_path` (a PATH; `toolchains.discover`), a build given `build_time_s` and
+    `build_memory_mb` unless `execute` says otherwise; C++ uses the precompiled
+    `bits/stdc++.h` in `pch_dir` when there is one (`toolchains.build_pch`)."""
+
+    def __init__(
+        self,
+        scratch_mb: int = 64,
+        required_layers: Iterable[str] = (),
+        toolchain_path: str = "",
+        languages: Iterable[str] | None = None,
+        pch_dir: str = "",
+        build_time_s: float = 10.0,
+        build_memory_mb: int = 1024,
+    ) -> None:
         self._scratch_mb = scratch_mb
         self._required = parse_required_layers(required_layers)
+        wanted = list(TOOLCHAINS) if languages is None else list(languages)
+        self.toolchains: dict[str, Found | str] = (
+            discover(toolchain_path, wanted) if toolchain_path else {}
+        )
+        """Each compiled language's toolchain, or why it is not usable here."""
+        for language in set(TOOLCHAINS) - set(self.toolchains):
+            self.toolchains[language] = "not enabled in this sandbox"
+        self._pch = pch_of(pch_dir, self.toolchains.get("cpp"))
+        self._build_time_s, self._build_memory_mb = build_time_s, build_memory_mb
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
         self._layers = self._start()
@@ -69,21 +102,59 @@ class ZygoteSandbox:
         budget_s: float,
         stop_at_first_failure: bool = True,
     ) -> list[Outcome]:
+        return self.execute(program, stdins, limits, budget_s, stop_at_first_failure).outcomes()
+
+    def execute(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        stop_at_first_failure: bool = True,
+        build_time_s: float | None = None,
+        build_memory_mb: int | None = None,
+    ) -> Execution:
+        """Build `program` once (a compiled language), then run it once per stdin as `run`
+        does: the build's outcome and the runs'. The build has its own limits (the
+        sandbox's unless given), inside `budget_s`. Raises `SandboxUnavailable` when the
+        language's toolchain is not usable here (`toolchains` says why), ValueError for
+        a language or dialect there is no runner for; never for what the program does."""
         if program.language not in LANGUAGES:
             raise ValueError(f"no runner for language {program.language!r}")
+        toolchain = self.toolchains.get(program.language)
+        if isinstance(toolchain, str):
+            raise SandboxUnavailable(f"{program.language}: {toolchain}")
+        if toolchain is not None:
+            TOOLCHAINS[program.language].dialect(program.dialect)
+        build = (
+            build_time_s or self._build_time_s,
+            build_memory_mb or self._build_memory_mb,
+        )
         started = time.monotonic()
         outcomes: list[Outcome] = []
+        built: list[Outcome] = []
         for _ in range(2):  # a zygote lost on the way is replaced once; the runs left go on
             left = stdins[len(outcomes) :]
-            if not left or (
-                stop_at_first_failure and outcomes and outcomes[-1].kind is not Kind.OK
+            if (
+                (not left and (built or toolchain is None))
+                or (stop_at_first_failure and outcomes and outcomes[-1].kind is not Kind.OK)
+                or (built and built[0].kind is not Kind.OK)
             ):
-                return outcomes
+                return Execution(built[0] if built else None, outcomes)
             attempt = time.monotonic()
             try:
                 budget_left = budget_s - (attempt - started)
-                self._stream(program, left, limits, budget_left, stop_at_first_failure, outcomes)
-                return outcomes
+                self._stream(
+                    program,
+                    left,
+                    limits,
+                    budget_left,
+                    stop_at_first_failure,
+                    outcomes,
+                    built,
+                    build,
+                )
+                return Execution(built[0] if built else None, outcomes)
             except (OSError, protocol.ProtocolError) as e:
                 lost = e
                 self._kill()
@@ -94,10 +165,10 @@ class ZygoteSandbox:
                 self._kill()
                 raise
         elapsed = time.monotonic() - attempt
-        outcomes.append(
-            Outcome(Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, elapsed)
-        )
-        return outcomes
+        lost_run = Outcome(Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, elapsed)
+        if toolchain is not None and not built:
+            return Execution(lost_run, [])
+        return Execution(built[0] if built else None, [*outcomes, lost_run])
 
     def close(self) -> None:
         process, self._process = self._process, None
@@ -125,7 +196,15 @@ class ZygoteSandbox:
         self.close()
 
     def _start(self) -> tuple[str, ...]:
-        config = json.dumps({"scratch_mb": self._scratch_mb, "worker_pid": os.getpid()})
+        found = {k: found_to_json(v) for k, v in self.toolchains.items() if isinstance(v, Found)}
+        config = json.dumps(
+            {
+                "scratch_mb": self._scratch_mb,
+                "worker_pid": os.getpid(),
+                "toolchains": found,
+                "pch": self._pch,
+            }
+        )
         self._process = subprocess.Popen(
             [sys.executable, "-I", str(ZYGOTE), config],
             stdin=subprocess.PIPE,
@@ -161,8 +240,11 @@ class ZygoteSandbox:
         budget_s: float,
         stop_at_first_failure: bool,
         outcomes: list[Outcome],
+        built: list[Outcome],
+        build: tuple[float, int],
     ) -> None:
-        """One request for all of `stdins`; each outcome is appended as the zygote answers it."""
+        """One request for all of `stdins`; each outcome is appended as the zygote answers
+        it, a build's (the first frame, for a compiled language) to `built`."""
         if self._process is None or self._process.poll() is not None:
             self._restart()
         assert self._process is not None and self._process.stdin is not None
@@ -176,17 +258,33 @@ class ZygoteSandbox:
             "output_bytes": limits.output_bytes,
             "budget_s": budget_s,
             "stop_at_first_failure": stop_at_first_failure,
+            "dialect": program.dialect,
+            "build_time_s": build[0],
+            "build_memory_mb": build[1],
         }
         protocol.write_frame(self._process.stdin.fileno(), request, *encoded)
         expected = len(outcomes) + len(stdins)
+        compiled = program.language in TOOLCHAINS
+        building = compiled
         while True:
-            deadline = time.monotonic() + limits.time_s + _REPLY_GRACE_S
+            wait_s = build[0] if building else limits.time_s
+            deadline = time.monotonic() + wait_s + _REPLY_GRACE_S
             frame = self._receive(deadline, limits.output_bytes + _STDERR_BYTES)
             if frame is None:
                 raise protocol.ProtocolError("the zygote ended")
             reply, payload = frame
             if reply.get("done") is True:
                 return
+            if "build" in reply:
+                if not building or not isinstance(reply["build"], dict):
+                    raise protocol.ProtocolError("a build frame out of place")
+                building = False
+                outcome = _build_outcome(reply["build"], payload)
+                if not built:  # a replaced zygote builds again: the first build is the one
+                    built.append(outcome)
+                continue
+            if building:
+                raise protocol.ProtocolError("a run before its program's build")
             if len(outcomes) == expected:
                 raise protocol.ProtocolError("more outcomes than inputs")
             outcomes.append(_outcome(reply, payload, limits))
@@ -279,6 +377,14 @@ def _outcome(reply: protocol.Message, payload: bytes, limits: Limits) -> Outcome
     return Outcome(
         Kind(kind), payload[:stdout_bytes], stderr[-_STDERR_CHARS:], exit_code, float(elapsed)
     )
+
+
+def _build_outcome(reply: protocol.Message, payload: bytes) -> Outcome:
+    """A build's reply, checked as a run's is; its payload is the head of its messages."""
+    fields = {**reply, "stdout_bytes": 0, "stderr_bytes": len(payload)}
+    checked = _outcome(fields, payload, Limits(1.0, 1, 1))
+    stderr = checked.stderr if reply.get("confinement") else payload.decode("utf-8", "replace")
+    return Outcome(checked.kind, b"", stderr, checked.exit_code, checked.elapsed_s)
 
 
 def probe_layers(scratch_mb: int = 64) -> tuple[str, ...]:

@@ -33,11 +33,13 @@ _MAX_ECHO = 64
 
 
 class Status(str, enum.Enum):
-    """How a grading ended; only `ok` and `wrong` are verdicts on the answer."""
+    """How a grading ended; `ok`, `wrong` and `compile_error` are verdicts on the answer."""
 
     OK = "ok"
     WRONG = "wrong"
     NO_ANSWER = "no_answer"
+    COMPILE_ERROR = "compile_error"
+    """The answer's program did not compile (a verdict too: the answer is wrong)."""
     TIMEOUT = "timeout"
     ERROR = "error"
     JUDGE_FAILED = "judge_failed"

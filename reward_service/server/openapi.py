@@ -37,7 +37,7 @@ DETAIL: dict[str, Any] = {
     "type": "object",
     "properties": {
         "reward": {"type": "number"},
-        "status": {"enum": ["ok", "wrong", "no_answer", "timeout", "error"]},
+        "status": {"enum": ["ok", "wrong", "no_answer", "compile_error", "timeout", "error"]},
         "scorer": {"type": "string"},
         "elapsed_ms": {"type": "number"},
     },

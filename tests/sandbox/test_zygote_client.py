@@ -447,6 +447,7 @@ ZYGOTE_SIDE = (
     "zygote",
     "confine",
     "runners",
+    "toolchains",
     "supervise",
     "seccomp",
     "landlock",

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
 from pydantic import Field, field_validator, model_validator
 
 from reward_service.errors import InvalidSetting, SandboxUnavailable
+from reward_service.sandbox.toolchains import TOOLCHAINS, Found, build_pch
 from reward_service.sandbox.zygote_client import parse_required_layers
 from reward_service.scorers.base import GradingLimits, ScorerSettings, StartupCheck
 
+if TYPE_CHECKING:
+    from reward_service.sandbox.zygote_client import ZygoteSandbox
+
+log = logging.getLogger(__name__)
+
 MiB = 1024 * 1024
+DEFAULT_TOOLCHAIN_PATH = (
+    "/usr/local/bin:/usr/bin:/bin:/usr/local/go/bin:/usr/lib/go/bin:"
+    f"{os.path.expanduser('~')}/.cargo/bin"
+)
+DEFAULT_PCH_DIR = os.path.join(sys.prefix, "share", "reward-service", "pch")
+"""Beside the service's Python, which every run may read already."""
 
 
 class CodeSettings(ScorerSettings):
@@ -31,6 +49,31 @@ class CodeSettings(ScorerSettings):
     budget_margin_s: float = Field(
         1.0, gt=0, description="seconds between an answer's tests' budget and its hard deadline"
     )
+    languages: frozenset[str] = Field(
+        frozenset(TOOLCHAINS),
+        description="compiled languages graded, JSON list (of cpp, java, go, javascript, rust); "
+        "python always",
+    )
+    toolchain_path: str = Field(
+        DEFAULT_TOOLCHAIN_PATH, description="PATH the compilers and runtimes are looked up in"
+    )
+    build_time_s: float = Field(10.0, gt=0, description="seconds (wall, CPU) per compile")
+    build_memory_mb: int = Field(
+        1024, ge=256, description="address space per compile (below the worker's memory cap)"
+    )
+    pch_dir: str = Field(
+        DEFAULT_PCH_DIR,
+        description="where a precompiled bits/stdc++.h is built at start-up (g++ -O2 "
+        "-std=c++17 builds use it); empty: none",
+    )
+
+    @field_validator("languages")
+    @classmethod
+    def _languages_are_known(cls, languages: frozenset[str]) -> frozenset[str]:
+        unknown = languages - set(TOOLCHAINS)
+        if unknown:
+            raise ValueError(f"unknown languages {sorted(unknown)}; known: {sorted(TOOLCHAINS)}")
+        return languages
 
     @field_validator("required_layers")
     @classmethod
@@ -52,27 +95,71 @@ class CodeSettings(ScorerSettings):
         return self
 
 
+def sandbox_for(settings: CodeSettings) -> ZygoteSandbox:
+    """The sandbox a worker (or the start-up check) builds from `settings`."""
+    from reward_service.sandbox.zygote_client import ZygoteSandbox
+
+    return ZygoteSandbox(
+        settings.scratch_mb,
+        settings.required_layers,
+        settings.toolchain_path,
+        settings.languages,
+        settings.pch_dir,
+        settings.build_time_s,
+        settings.build_memory_mb,
+    )
+
+
 def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck:
-    """Start a sandbox once, as the workers will, and report its layers.
+    """Start a sandbox once, as the workers will, and report its layers and toolchains
+    (building the precompiled C++ header first, when it is missing).
 
     Raises `InvalidSetting` when a run could not fit in its worker, and
     `SandboxUnavailable` when required layers are not active (start-up stops);
     with none required, a sandbox that cannot start is a failed optional check.
+    A missing toolchain is reported; its language's answers grade as `error`.
     """
-    from reward_service.sandbox.zygote_client import ZygoteSandbox
-
-    if settings.max_memory_mb >= limits.worker_memory_mb:
-        raise InvalidSetting(
-            f"REWARD_CODE__MAX_MEMORY_MB ({settings.max_memory_mb}) must be below "
-            f"REWARD_WORKER_MEMORY_MB ({limits.worker_memory_mb}): a run inherits its "
-            "worker's address-space cap"
-        )
+    for name, asked in (
+        ("MAX_MEMORY_MB", settings.max_memory_mb),
+        ("BUILD_MEMORY_MB", settings.build_memory_mb),
+    ):
+        if asked >= limits.worker_memory_mb:
+            raise InvalidSetting(
+                f"REWARD_CODE__{name} ({asked}) must be below REWARD_WORKER_MEMORY_MB "
+                f"({limits.worker_memory_mb}): a run inherits its worker's address-space cap"
+            )
     required = bool(settings.required_layers)
+    pch = _prepare_pch(settings)
     try:
-        with ZygoteSandbox(settings.scratch_mb, settings.required_layers) as sandbox:
+        with sandbox_for(settings) as sandbox:
             layers = list(sandbox.layers)
+            toolchains = sandbox.toolchains
     except SandboxUnavailable as exc:
         if required:
             raise
         return StartupCheck(False, f"sandbox unavailable; code answers grade as errors: {exc}")
-    return StartupCheck(True, f"sandbox layers: {', '.join(layers)}", required, {"layers": layers})
+    found = {k: v.version for k, v in sorted(toolchains.items()) if isinstance(v, Found)}
+    missing = {k: v for k, v in sorted(toolchains.items()) if isinstance(v, str)}
+    summary = f"sandbox layers: {', '.join(layers)}; languages: python, {', '.join(found)}"
+    if missing:
+        summary += "; not graded (answers are errors): " + ", ".join(
+            f"{language} ({why})" for language, why in missing.items()
+        )
+    details = {"layers": layers, "toolchains": found, "missing_toolchains": missing, "pch": pch}
+    return StartupCheck(True, summary, required, details)
+
+
+def _prepare_pch(settings: CodeSettings) -> str:
+    """The precompiled `bits/stdc++.h`, built (by the service's own g++) when missing."""
+    if not settings.pch_dir or "cpp" not in settings.languages:
+        return "off"
+    from reward_service.sandbox.toolchains import discover
+
+    cpp = discover(settings.toolchain_path, ["cpp"])["cpp"]
+    if not isinstance(cpp, Found):
+        return f"off: {cpp}"
+    try:
+        return build_pch(settings.pch_dir, cpp)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("no precompiled bits/stdc++.h: %s", exc)
+        return f"off: {exc}"

@@ -3,7 +3,8 @@
 Only the text after the last `</think>` is read. A fence is a line whose
 first non-blank characters are three or more backticks; the block ends at a
 line holding only a fence at least as long. The info string's first word
-names the language (`python`, `py`, `python3`, or none for Python); the
+names the language (`python`, `py`, `python3`, or none for Python; `cpp`,
+`c++`, `java`, `go`, `js`, `javascript`, `rust` and their like); the
 last closed block in a known language is the program, so an answer that
 ends with a block of sample output (```` ```text ````) still grades its code.
 An unclosed block (a truncated answer) is not a program.
@@ -18,7 +19,25 @@ from dataclasses import dataclass
 
 THINK_END = "</think>"
 FENCE = "```"
-LANGUAGES: dict[str, str] = {"": "python", "python": "python", "py": "python", "python3": "python"}
+LANGUAGES: dict[str, str] = {
+    "": "python",
+    "python": "python",
+    "py": "python",
+    "python3": "python",
+    "cpp": "cpp",
+    "c++": "cpp",
+    "cxx": "cpp",
+    "cc": "cpp",
+    "java": "java",
+    "go": "go",
+    "golang": "go",
+    "js": "javascript",
+    "javascript": "javascript",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "rust": "rust",
+    "rs": "rust",
+}
 """A fence's info word (lower case) -> the sandbox runner that runs its program."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
 from reward_service.scorers.base import (
     JSON,
@@ -27,7 +28,7 @@ from reward_service.scorers.base import (
 )
 from reward_service.scorers.code.asserts import AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
-from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
+from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox, sandbox_for
 from reward_service.scorers.code.compare import (
     ToleranceError,
     outputs_match,
@@ -36,7 +37,7 @@ from reward_service.scorers.code.compare import (
 )
 from reward_service.scorers.code.drivers import call_driver, driver_results, new_mark
 from reward_service.scorers.code.fences import Extracted, last_program
-from reward_service.scorers.code.verdicts import BUDGET, Failure, Verdicts
+from reward_service.scorers.code.verdicts import BUDGET, STDERR_CHARS, Failure, Verdicts
 
 log = logging.getLogger("reward_service.scorers.code")
 
@@ -50,13 +51,11 @@ _FALSE = frozenset({"0", "false", "no", "off", ""})
 
 
 def default_sandbox(settings: CodeSettings) -> Sandbox:
-    """The service's sandbox (a pre-warmed zygote) with the scratch size and layers of `settings`.
+    """The service's sandbox (a pre-warmed zygote, the toolchains found) as `settings` say.
 
     Raises `SandboxUnavailable` when it cannot start or lacks a required layer.
     """
-    from reward_service.sandbox.zygote_client import ZygoteSandbox
-
-    return ZygoteSandbox(settings.scratch_mb, settings.required_layers)
+    return sandbox_for(settings)
 
 
 class OptionError(ValueError):
@@ -94,6 +93,8 @@ class AnswerOptions:
     tolerance: float | None
     limits: Limits
     """Per test: the label's time and memory, capped by the service's."""
+    standard: str | None = None
+    """The compiled language's standard or edition (`Program.dialect`)."""
 
 
 def read_options(options: Mapping[str, JSON], limits: CodeSettings) -> AnswerOptions:
@@ -113,10 +114,14 @@ def read_options(options: Mapping[str, JSON], limits: CodeSettings) -> AnswerOpt
         tolerance = parse_tolerance(options.get("float_tolerance"))
     except ToleranceError as exc:
         raise OptionError(str(exc)) from None
+    standard = options.get("standard")
+    if standard is not None and not isinstance(standard, str):
+        raise OptionError(f"standard {str(standard)[:64]!r} is not a string")
     return AnswerOptions(
         partial=_flag(options.get("partial", False)),
         tolerance=tolerance,
         limits=Limits(time_s=time_s, memory_mb=memory_mb, output_bytes=output_bytes),
+        standard=standard or None,
     )
 
 
@@ -135,6 +140,7 @@ class CodeScorer(Scorer):
         "time_limit_s": None,
         "memory_mb": None,
         "output_bytes": None,
+        "standard": None,
     }
 
     settings_model = CodeSettings
@@ -217,7 +223,10 @@ class CodeScorer(Scorer):
             return Score.error(str(exc))
         if suite.style != "stdin" and program.language != "python":
             return Score.error(f"{suite.style} tests need a python program")
-        found = self._verdicts(program.language, program.source, suite, answer)
+        try:
+            found = self._verdicts(program.language, program.source, suite, answer)
+        except (SandboxUnavailable, ValueError) as exc:  # no toolchain here; an unknown standard
+            return Score.error(str(exc), language=program.language)
         total = len(suite.inputs) if found.total is None else found.total
         failures = found.failures
         if answer.partial:
@@ -238,6 +247,8 @@ class CodeScorer(Scorer):
             details["budget_exhausted"] = True
         if not failures:
             return Score.verdict(True, **details)
+        if failures[0].kind == Kind.COMPILE_ERROR.value:
+            return Score(0.0, Status.COMPILE_ERROR, details)
         return Score(passed / total if answer.partial else 0.0, Status.WRONG, details)
 
     def _verdicts(
@@ -250,7 +261,7 @@ class CodeScorer(Scorer):
             program = Program("python", call_driver(source, suite.fn_name, mark))
             judge = _call_judge(suite, answer.tolerance, mark)
         else:
-            program = Program(language, source)
+            program = Program(language, source, answer.standard if language != "python" else None)
             judge = _stdin_judge(suite, answer.tolerance)
         stdins = [text.encode() for text in suite.inputs]
         return self._run_each(program, stdins, answer.limits, judge, not answer.partial)
@@ -268,6 +279,9 @@ class CodeScorer(Scorer):
             outcomes = (
                 self.sandbox.run(program, part, limits, remaining, stop) if remaining > 0 else []
             )
+            if outcomes and outcomes[0].kind is Kind.COMPILE_ERROR:
+                message = outcomes[0].stderr[:STDERR_CHARS]  # a compiler's first errors
+                return Verdicts([Failure(0, Kind.COMPILE_ERROR.value, message)])
             for offset, outcome in enumerate(outcomes):
                 failure = judge(done + offset, outcome)
                 if failure is not None:
@@ -303,7 +317,7 @@ def _too_long(program: Extracted) -> bool:
 
 def _no_program(program: Extracted | None) -> Score:
     if program is None:
-        return Score.no_answer("no closed ```python or untagged code block")
+        return Score.no_answer("no closed code block in a known language (```python, ```cpp...)")
     return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
 
 

@@ -1,0 +1,379 @@
+"""Compiled languages: where each toolchain is, how it builds a program, how the build runs.
+
+Stdlib only (the zygote imports it). A language is a `Toolchain`: a build
+step (the compiler, or for JavaScript a syntax check) run once per program
+in a confined run of its own, and a launch (the binary, or the JVM or Node
+on the build) exec'd by every run of that program. `discover` finds the
+tools in the service's PATH, in a grading worker (the zygote has no
+environment), and resolves them to the files the runs exec (a rustup proxy
+to its toolchain's rustc); what it finds reaches the zygote as JSON.
+docs/code.md lists the languages, their commands and their sizes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""PATH of a build run: the compilers' own helpers (cc1plus, as, ld, cc) are found there."""
+_PROBE_TIMEOUT_S = 20.0
+_PUBLIC_CLASS = re.compile(r"\bpublic\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)")
+PCH_HEADER = "bits/stdc++.h"
+
+
+@dataclass(frozen=True)
+class Found:
+    """A toolchain found on this machine: its tools' real paths and what runs must read."""
+
+    tools: dict[str, str]
+    """Tool name -> the absolute path a run execs."""
+    reads: list[str]
+    """Directories beyond the system's that its builds and runs read (a sysroot)."""
+    version: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a confined run execs: the file (opened by the zygote), argv, environment."""
+
+    executable: str
+    argv: list[str]
+    env: dict[str, str]
+
+
+class Toolchain:
+    """One compiled (or checked) language; subclasses fill in the commands."""
+
+    language: str
+    tools: tuple[str, ...]
+    """Executables looked up in PATH, the first one the compiler."""
+    dialects: tuple[str, ...] = ()
+    """Accepted values of `Program.dialect` (a standard, an edition), the first the default."""
+    source_file = "main"
+    outputs: tuple[str, ...] = ("main",)
+    """Files of the build kept for the runs (a glob suffix with `*`)."""
+    memory_errors: tuple[bytes, ...] = ()
+    """Standard-error text that means the program ran out of memory."""
+    runtime_mb = 0
+    """Address space a run gets beyond its memory limit (a JVM's or V8's reservations)."""
+    syscalls: tuple[str, ...] = ()
+    """Calls the sandbox denies that its builds and runs need (`seccomp.SyscallFilter`)."""
+
+    def source_name(self, source: str) -> str:
+        return self.source_file
+
+    def dialect(self, asked: str | None) -> str:
+        """The dialect to build with; ValueError for one this language does not know."""
+        if asked is None or asked == "":
+            return self.dialects[0] if self.dialects else ""
+        if asked not in self.dialects:
+            raise ValueError(
+                f"{self.language} has no dialect {asked[:32]!r}; one of {', '.join(self.dialects)}"
+            )
+        return asked
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        raise NotImplementedError
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        """The program's run: by default the built binary, started as `./main`."""
+        return Command(os.path.join(build_dir, "main"), ["./main"], {})
+
+    def discover(self, path: str) -> Found | str:
+        """The toolchain as found in `path`, or why it is not usable here."""
+        tools: dict[str, str] = {}
+        for tool in self.tools:
+            where = shutil.which(tool, path=path)
+            if where is None:
+                return f"{tool} not found in PATH"
+            tools[tool] = os.path.realpath(where)
+        try:
+            version = self._version(tools)
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"{self.tools[0]} does not run: {e}"
+        return Found(tools, [], version)
+
+    def _version(self, tools: Mapping[str, str]) -> str:
+        done = subprocess.run(
+            [tools[self.tools[0]], "--version"],
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT_S,
+            check=True,
+            env={"PATH": BUILD_PATH},
+        )
+        return (done.stdout or done.stderr).decode(errors="replace").strip().splitlines()[0]
+
+
+class Cpp(Toolchain):
+    """g++, statically linked (a run execs its own binary and nothing else)."""
+
+    language = "cpp"
+    tools = ("g++",)
+    dialects = ("c++17", "c++20", "c++14", "c++11", "gnu++17", "gnu++20", "gnu++14", "gnu++11")
+    source_file = "main.cpp"
+    memory_errors = (b"std::bad_alloc",)
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
+        argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-static", "-fmax-errors=20", *include]
+        argv += [source_name, "-o", "main", "-lm"]
+        return Command(found.tools["g++"], argv, {"PATH": BUILD_PATH})
+
+    @staticmethod
+    def pch_flags(dialect: str) -> list[str]:
+        """What a precompiled `bits/stdc++.h` is built with: a build of `dialect` uses it."""
+        return [f"-std={dialect}", "-O2", "-x", "c++-header"]
+
+
+class Rust(Toolchain):
+    """rustc (a rustup proxy resolved to its toolchain's rustc), statically linked."""
+
+    language = "rust"
+    tools = ("rustc",)
+    dialects = ("2021", "2018", "2015", "2024")
+    source_file = "main.rs"
+    memory_errors = (b"memory allocation of",)
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["rustc", "--edition", dialect, "-O", "-C", "target-feature=+crt-static"]
+        argv += ["-C", f"linker={found.tools['cc']}", "-o", "main", source_name]
+        return Command(found.tools["rustc"], argv, {"PATH": BUILD_PATH})
+
+    def discover(self, path: str) -> Found | str:
+        proxy = shutil.which("rustc", path=path)
+        if proxy is None:
+            return "rustc not found in PATH"
+        try:
+            done = subprocess.run(
+                [proxy, "--print", "sysroot"],
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=True,
+                env={"PATH": path, "HOME": os.path.expanduser("~")},
+            )
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"rustc does not run: {e}"
+        sysroot = os.path.realpath(done.stdout.decode().strip())
+        rustc = os.path.join(sysroot, "bin", "rustc")
+        if not os.access(rustc, os.X_OK):
+            return f"no rustc in its sysroot {sysroot}"
+        cc = shutil.which("cc", path=BUILD_PATH)
+        if cc is None:
+            return "rustc needs a linker: no cc in /usr/bin"
+        tools = {"rustc": rustc, "cc": os.path.realpath(cc)}
+        try:
+            version = self._version(tools)
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"rustc does not run: {e}"
+        reads = [] if _under_system(sysroot) else [sysroot]
+        return Found(tools, reads, version)
+
+
+class Go(Toolchain):
+    """go build with cgo off: a static binary; its cache lives in the build's directory."""
+
+    language = "go"
+    tools = ("go",)
+    source_file = "main.go"
+    memory_errors = (b"out of memory",)
+    runtime_mb = 640
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        env = {"PATH": BUILD_PATH, "CGO_ENABLED": "0", "GO111MODULE": "off"}
+        env |= {"GOCACHE": "{workdir}/gocache", "GOPATH": "{workdir}/gopath"}
+        env |= {"GOTOOLCHAIN": "local"}
+        env |= {"GOMAXPROCS": "2"} | ({"GOROOT": found.reads[0]} if found.reads else {})
+        return Command(found.tools["go"], ["go", "build", "-o", "main", source_name], env)
+
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        if isinstance(found, str):
+            return found
+        root = os.path.dirname(os.path.dirname(found.tools["go"]))
+        return Found(found.tools, [] if _under_system(root) else [root], found.version)
+
+    def _version(self, tools: Mapping[str, str]) -> str:
+        done = subprocess.run(
+            [tools["go"], "version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=True
+        )
+        return done.stdout.decode(errors="replace").strip()
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        binary = super().launch(found, build_dir, source_name, memory_mb)
+        return Command(binary.executable, binary.argv, {"GOMAXPROCS": "1", "GOGC": "100"})
+
+
+_JVM = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-XX:CICompilerCount=1"]
+_JVM += ["-XX:ReservedCodeCacheSize=32m", "-XX:CompressedClassSpaceSize=64m", "-Xshare:auto"]
+_JVM += ["-XX:-UseContainerSupport"]
+
+
+class Java(Toolchain):
+    """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit)."""
+
+    language = "java"
+    tools = ("javac", "java")
+    outputs = ("*.class",)
+    memory_errors = (b"java.lang.OutOfMemoryError",)
+    runtime_mb = 512
+    syscalls = ("socketpair",)  # java.nio's FileDispatcherImpl makes one at start
+
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        if isinstance(found, str):
+            return found
+        home = os.path.dirname(os.path.dirname(found.tools["java"]))
+        # Debian links each file of conf/ to /etc/java-<n>-openjdk: the JVM reads them all
+        conf = os.path.realpath(os.path.join(home, "conf", "security", "java.security"))
+        beyond = {home, os.path.dirname(os.path.dirname(conf))}
+        reads = sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
+        return Found(found.tools, reads, found.version)
+
+    def source_name(self, source: str) -> str:
+        public = _PUBLIC_CLASS.search(source)
+        return f"{public.group(1) if public else 'Main'}.java"
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["javac", *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m", "-proc:none"]
+        argv += ["-encoding", "UTF-8", "-d", ".", source_name]
+        return Command(found.tools["javac"], argv, {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        main = source_name.removesuffix(".java")
+        argv = ["java", *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-cp", build_dir, main]
+        return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
+
+    def _version(self, tools: Mapping[str, str]) -> str:
+        done = subprocess.run(
+            [tools["javac"], "-version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=True
+        )
+        return (done.stdout or done.stderr).decode(errors="replace").strip()
+
+
+class JavaScript(Toolchain):
+    """Node.js: `node --check` is the build (a syntax error is a compile error), then node."""
+
+    language = "javascript"
+    tools = ("node",)
+    source_file = "main.js"
+    outputs = ("main.js",)
+    memory_errors = (b"JavaScript heap out of memory", b"Allocation failed")
+    runtime_mb = 768
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        return Command(found.tools["node"], ["node", "--check", source_name], {"HOME": "."})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        argv = ["node", f"--max-old-space-size={memory_mb}", "--stack-size=65500"]
+        argv += ["--v8-pool-size=1", os.path.join(build_dir, source_name)]
+        return Command(found.tools["node"], argv, {"UV_THREADPOOL_SIZE": "1"})
+
+
+TOOLCHAINS: dict[str, Toolchain] = {
+    toolchain.language: toolchain for toolchain in (Cpp(), Java(), Go(), JavaScript(), Rust())
+}
+"""Language (a runner's name, `Program.language`) -> its toolchain."""
+
+
+def _under_system(path: str) -> bool:
+    return any(path == d or path.startswith(d + "/") for d in ("/usr", "/bin", "/lib"))
+
+
+def discover(path: str, languages: Sequence[str] = tuple(TOOLCHAINS)) -> dict[str, Found | str]:
+    """Each language's toolchain found in `path` (a PATH string), or why not."""
+    return {language: TOOLCHAINS[language].discover(path) for language in languages}
+
+
+def elf_interpreter(path: str) -> str | None:
+    """The loader a 64-bit ELF file names (`PT_INTERP`), None for a static one or none
+    readable: exec opens it as it opens the program."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if len(header) < 64 or header[:5] != b"\x7fELF\x02":
+                return None
+            (phoff,) = struct.unpack_from("<Q", header, 32)
+            size, count = struct.unpack_from("<HH", header, 54)
+            f.seek(phoff)
+            table = f.read(size * count)
+            for i in range(count):
+                kind, _, offset, _, _, length = struct.unpack_from("<IIQQQQ", table, i * size)
+                if kind == 3:  # PT_INTERP
+                    f.seek(offset)
+                    return f.read(length).rstrip(b"\0").decode()
+    except (OSError, struct.error, UnicodeDecodeError):
+        return None
+    return None
+
+
+def pch_of(directory: str, cpp: Found | str | None) -> dict[str, str] | None:
+    """The zygote's `pch`: `directory` when it holds a precompiled header that `build_pch`
+    made with this g++, else None (C++ then builds without one)."""
+    if not directory or not isinstance(cpp, Found):
+        return None
+    try:
+        with open(os.path.join(directory, _PCH_STAMP)) as f:
+            stamp = f.read()
+    except OSError:
+        return None
+    if stamp != _pch_stamp(cpp) or not os.path.isfile(os.path.join(directory, _PCH_FILE)):
+        return None
+    return {"dir": directory, "dialect": TOOLCHAINS["cpp"].dialects[0]}
+
+
+def build_pch(directory: str, cpp: Found) -> str:
+    """Precompile `bits/stdc++.h` into `directory` for the default C++ dialect, unless there
+    already: done by the service (its own g++ on a system header), not in a sandbox.
+    Returns what it did; OSError or SubprocessError when it could not."""
+    if pch_of(directory, cpp) is not None:
+        return f"precompiled {PCH_HEADER} kept in {directory}"
+    dialect = TOOLCHAINS["cpp"].dialects[0]
+    gxx = cpp.tools["g++"]
+    found = subprocess.run(
+        [gxx, f"-std={dialect}", "-H", "-E", "-x", "c++", "-", "-o", os.devnull],
+        input=f"#include <{PCH_HEADER}>\n".encode(),
+        capture_output=True,
+        timeout=_PROBE_TIMEOUT_S,
+        check=True,
+        env={"PATH": BUILD_PATH},
+    )
+    header = found.stderr.decode().splitlines()[0].lstrip(". ")
+    os.makedirs(os.path.join(directory, "bits"), exist_ok=True)
+    partial = os.path.join(directory, f"{_PCH_FILE}.{os.getpid()}")
+    subprocess.run(
+        [gxx, *Cpp.pch_flags(dialect), header, "-o", partial],
+        capture_output=True,
+        timeout=120,
+        check=True,
+        env={"PATH": BUILD_PATH},
+    )
+    os.chmod(partial, 0o644)
+    os.replace(partial, os.path.join(directory, _PCH_FILE))
+    with open(os.path.join(directory, _PCH_STAMP), "w") as f:
+        f.write(_pch_stamp(cpp))
+    return f"precompiled {PCH_HEADER} built in {directory}"
+
+
+_PCH_FILE = f"{PCH_HEADER}.gch"
+_PCH_STAMP = "stamp"
+
+
+def _pch_stamp(cpp: Found) -> str:
+    dialect = TOOLCHAINS["cpp"].dialects[0]
+    return f"{cpp.tools['g++']} {cpp.version} {' '.join(Cpp.pch_flags(dialect))}"
+
+
+def found_to_json(found: Found) -> dict[str, object]:
+    return {"tools": found.tools, "reads": found.reads, "version": found.version}
+
+
+def found_from_json(data: Mapping[str, object]) -> Found:
+    tools, reads = data["tools"], data["reads"]
+    assert isinstance(tools, dict) and isinstance(reads, list)
+    return Found(dict(tools), list(reads), str(data["version"]))
