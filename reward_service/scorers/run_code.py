@@ -24,6 +24,7 @@ from reward_service.scorers.code.drivers import new_mark
 from reward_service.scorers.code.judge import SandboxFactory, default_sandbox
 from reward_service.scorers.run_request import (
     FILE_CAPS,
+    MAX_PATH_CHARS,
     FileCaps,
     RequestError,
     RunRequest,
@@ -33,6 +34,7 @@ from reward_service.scorers.run_request import (
 _FILES = """\
 def _run_code(_files, _fetch, _mark, _cap, _source):
     import atexit, base64, json, os, sys
+    _root = os.getcwd()
     for _path, _data in _files:
         if os.path.dirname(_path):
             os.makedirs(os.path.dirname(_path), exist_ok=True)
@@ -40,13 +42,14 @@ def _run_code(_files, _fetch, _mark, _cap, _source):
             _f.write(base64.b64decode(_data))
     def _fetched():
         _found, _left = {{}}, _cap
-        for _path in _fetch:
+        for _name in _fetch:
+            _path = os.path.join(_root, _name)
             try:
                 if os.path.isfile(_path) and os.path.getsize(_path) <= _left:
                     with open(_path, "rb") as _f:
                         _data = _f.read(_left + 1)
                     if len(_data) <= _left:
-                        _found[_path] = base64.b64encode(_data).decode()
+                        _found[_name] = base64.b64encode(_data).decode()
                         _left -= len(_data)
             except OSError:
                 pass
@@ -76,7 +79,7 @@ def _b64(data: bytes) -> str:
 
 def _fetch_room(caps: FileCaps, mark: str) -> int:
     """Stdout bytes the fetched files may take beyond the program's own: base64, JSON, paths."""
-    per_file = 6 * 255 + 8  # a path, each character a JSON \\u escape at worst, and punctuation
+    per_file = 6 * MAX_PATH_CHARS + 8  # a path, each character a JSON \\u escape, punctuation
     return len(mark) + 4 * (caps.bytes + 2) // 3 + caps.count * per_file + 2
 
 

@@ -25,7 +25,7 @@ RUNNERS = {"python": "python", "python3": "python"}
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names."""
 DEFAULT_TIMEOUT_S = 10.0
 """SandboxFusion's `run_timeout` and `compile_timeout` when a request names none."""
-_MAX_PATH_CHARS = 255
+MAX_PATH_CHARS = 255
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _memory_mb(label: Mapping[str, JSON], settings: CodeSettings) -> int:
 
 def relative_path(path: JSON) -> str:
     """`path` normalised, when it names a file inside the run's directory; else `RequestError`."""
-    if not isinstance(path, str) or not path or len(path) > _MAX_PATH_CHARS or "\0" in path:
+    if not isinstance(path, str) or not path or len(path) > MAX_PATH_CHARS or "\0" in path:
         raise RequestError(f"file path {_kind(path)} is not a name of 1-255 characters")
     normal = posixpath.normpath(path)
     if path.startswith("/") or normal == "." or normal.split("/")[0] == "..":

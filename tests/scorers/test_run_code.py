@@ -103,6 +103,14 @@ def test_files_keep_the_programs_exit_and_namespace(scorer: RunCodeScorer) -> No
     assert score.details["run"]["exit_code"] == 4
 
 
+def test_files_are_fetched_from_the_run_directory_wherever_the_program_went(
+    scorer: RunCodeScorer,
+) -> None:
+    """A program that changes directory still has its files fetched from where it started."""
+    code = "import os\nopen('out.txt', 'w').write('x')\nos.mkdir('sub')\nos.chdir('sub')"
+    assert _score(scorer, code, fetch_files=["out.txt"]).details["files"] == {"out.txt": "eA=="}
+
+
 def test_fetched_files_share_the_files_cap(scorer: RunCodeScorer) -> None:
     """Files fetched past the cap on their bytes in all are left out, the first that fit kept."""
     code = "open('a', 'wb').write(b'a' * 1000)\nopen('b', 'wb').write(b'b' * 1000)"
