@@ -181,8 +181,8 @@ class Go(Toolchain):
     language = "go"
     tools = ("go",)
     source_file = "main.go"
-    memory_errors = (b"out of memory",)
-    runtime_mb = 640
+    memory_errors = (b"out of memory", b"cannot allocate memory", b"failed to reserve")
+    runtime_mb = 768
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         env = {"PATH": BUILD_PATH, "CGO_ENABLED": "0", "GO111MODULE": "off"}

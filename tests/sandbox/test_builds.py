@@ -1,0 +1,108 @@
+"""Builds of compiled programs in the zygote sandbox (C++): once per program, confined, bounded.
+
+The compiler is attack surface too: what it may read, how long it may take,
+how much it may write. And the built program execs only itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from reward_service.sandbox import Kind, Limits, Program
+from reward_service.sandbox.toolchains import Found, discover
+from reward_service.sandbox.zygote_client import ZygoteSandbox
+from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
+
+CPP = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
+pytestmark = pytest.mark.skipif(not isinstance(CPP, Found), reason=f"cpp: {CPP}")
+LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
+ECHO = (
+    "#include <iostream>\nint main() { long long a; std::cin >> a; std::cout << 2 * a << '\\n'; }\n"
+)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[ZygoteSandbox]:
+    with ZygoteSandbox(toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["cpp"]) as running:
+        yield running
+
+
+def test_a_program_builds_once_for_all_its_requests(sandbox: ZygoteSandbox) -> None:
+    """The tests of one program sent in several requests share one build; another source
+    gets its own."""
+    first = sandbox.execute(Program("cpp", ECHO), [b"1\n", b"2\n"], LIMITS, 30)
+    again = sandbox.execute(Program("cpp", ECHO), [b"3\n"], LIMITS, 30)
+    assert [r.stdout for r in first.runs + again.runs] == [b"2\n", b"4\n", b"6\n"]
+    assert first.build is not None and again.build is not None
+    assert again.build == first.build  # kept: the same build, not a second one
+    other = sandbox.execute(Program("cpp", ECHO + "// another\n"), [b"4\n"], LIMITS, 30)
+    assert other.build is not None and other.build.elapsed_s != first.build.elapsed_s
+    assert [r.stdout for r in other.runs] == [b"8\n"]
+
+
+@pytest.mark.parametrize("path", ["/proc/self/environ", "/etc/shadow", "/proc/1/cmdline"])
+def test_the_compiler_reads_no_more_than_a_run(sandbox: ZygoteSandbox, path: str) -> None:
+    """`#include` of a secret is a failed build, its contents nowhere in the messages."""
+    source = f'#include "{path}"\nint main() {{}}\n'
+    done = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30)
+    assert done.build is not None and done.build.kind is Kind.RUNTIME_ERROR, done.build
+    assert path in done.build.stderr and not done.runs
+    assert sandbox.run(Program("cpp", source), [b""], LIMITS, 30)[0].kind is Kind.COMPILE_ERROR
+
+
+def test_a_compiler_that_runs_long_meets_the_build_time_limit(sandbox: ZygoteSandbox) -> None:
+    """A compile-time loop ends at the build's own time limit, not the answer's budget."""
+    source = "constexpr long long f() { long long s = 0; for (long long i = 0; i < (1LL << 40); "
+    source += "++i) s += i; return s; }\nstatic_assert(f() > 0);\nint main() {}\n"
+    done = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30, build_time_s=1.0)
+    assert done.build is not None and done.build.kind is Kind.TIME_LIMIT, done.build
+    assert done.build.elapsed_s < 3.0 and not done.runs
+
+
+def test_a_gigabyte_binary_meets_the_file_limit(sandbox: ZygoteSandbox) -> None:
+    """A program whose binary would hold a gigabyte of data does not build (RLIMIT_FSIZE)."""
+    source = "char big[1 << 30] = {1};\nint main() { return big[7]; }\n"
+    done = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30)
+    assert done.build is not None and done.build.kind is not Kind.OK, done.build
+    assert not done.runs
+
+
+EXECS = r"""
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main() {
+    char sh[] = "/bin/sh", arg[] = "-c", say[] = "echo EXECUTED";
+    char *argv[] = {sh, arg, say, nullptr}, *envp[] = {nullptr};
+    execve(sh, argv, envp);
+    std::printf("execve %s\n", std::strerror(errno));
+    syscall(SYS_execveat, 64, sh, argv, envp, AT_EMPTY_PATH);
+    std::printf("execveat %s\n", std::strerror(errno));
+    int fd = open(sh, O_PATH);
+    syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+    std::printf("execveat-fd %s\n", std::strerror(errno));
+    std::printf("fork %d\n", (int)fork());
+}
+"""
+
+
+def test_a_built_program_execs_nothing_but_itself(sandbox: ZygoteSandbox) -> None:
+    """The run's one exec was its own: a shell by path, by the exec descriptor's number with
+    an absolute path, or by a descriptor of its own, is refused; so is fork."""
+    (run,) = sandbox.run(Program("cpp", EXECS), [b""], LIMITS, 30)
+    lines = run.stdout.decode().splitlines()
+    assert run.kind is Kind.OK and "EXECUTED" not in run.stdout.decode(), run
+    refused = {"Operation not permitted", "Permission denied"}
+    assert [line.split(" ", 1)[0] for line in lines] == [
+        "execve",
+        "execveat",
+        "execveat-fd",
+        "fork",
+    ]
+    assert all(line.split(" ", 1)[1] in refused for line in lines[:3]), lines
+    assert lines[3] == "fork -1", lines

@@ -1,0 +1,188 @@
+"""Compiled languages through the `code` scorer: one generated task in each, and its failures.
+
+Each language's program reads `mode a b`: mode 0 prints `a + b`, mode 1 spins,
+mode 2 allocates without end. One source per language serves every case
+(the sandbox builds it once and keeps it), so a language costs two builds:
+that program and one that does not compile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from reward_service.sandbox.toolchains import Found, discover
+from reward_service.scorers.base import GradingLimits, Status
+from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.judge import CodeScorer
+
+SETTINGS = CodeSettings()
+FOUND = discover(SETTINGS.toolchain_path)
+FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust"}
+PROGRAMS = {
+    "cpp": """\
+#include <iostream>
+#include <vector>
+int main() {
+    long long m, a, b;
+    std::cin >> m >> a >> b;
+    if (m == 1) { volatile long long x = 0; for (;;) x++; }
+    if (m == 2) { std::vector<std::vector<char>> v; for (;;) v.emplace_back(1 << 20, 'x'); }
+    std::cout << a + b << "\\n";
+}
+""",
+    "java": """\
+import java.util.*;
+public class Sums {
+    static long spin() { long k = 0; while (k >= 0) k += 1 - (k >> 62); return k; }
+    static int hog() { List<long[]> l = new ArrayList<>(); while (true) l.add(new long[1 << 17]); }
+    public static void main(String[] args) {
+        Scanner in = new Scanner(System.in);
+        long m = in.nextLong(), a = in.nextLong(), b = in.nextLong();
+        if (m == 1) spin();
+        if (m == 2) hog();
+        System.out.println(a + b);
+    }
+}
+""",
+    "go": """\
+package main
+
+import "fmt"
+
+func main() {
+	var m, a, b int64
+	fmt.Scan(&m, &a, &b)
+	if m == 1 {
+		x := 0
+		for {
+			x++
+		}
+	}
+	if m == 2 {
+		var held [][]byte
+		for {
+			block := make([]byte, 1<<20)
+			for i := range block {
+				block[i] = 1
+			}
+			held = append(held, block)
+		}
+	}
+	fmt.Println(a + b)
+}
+""",
+    "javascript": """\
+const [m, a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);
+if (m === 1) { for (;;) {} }
+if (m === 2) { const held = []; for (;;) held.push(new Array(1 << 20).fill(1)); }
+console.log(a + b);
+""",
+    "rust": """\
+use std::io::Read;
+fn main() {
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s).unwrap();
+    let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
+    if v[0] == 1 { let mut x: u64 = 0; loop { x = std::hint::black_box(x.wrapping_add(1)); } }
+    if v[0] == 2 { let mut held = Vec::new(); loop { held.push(vec![1u8; 1 << 20]); } }
+    println!("{}", v[1] + v[2]);
+}
+""",
+}
+BROKEN = {
+    "cpp": "int main() { return undeclared; }\n",
+    "java": "public class Main { public static void main(String[] a) { int x = ; } }\n",
+    "go": "package main\n\nfunc main() { x := }\n",
+    "javascript": "const x = ;\n",
+    "rust": 'fn main() { let x: i32 = "no"; }\n',
+}
+SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"]}
+CASES = {
+    "correct": (SUMS, 1.0, Status.OK, None),
+    "wrong": ({**SUMS, "outputs": ["3\n", "8\n"]}, 0.0, Status.WRONG, "wrong_output"),
+    "slow": (
+        {"inputs": ["1 0 0\n"], "outputs": ["0\n"], "time_limit_s": 1},
+        0.0,
+        Status.WRONG,
+        "time_limit",
+    ),
+    "hog": (
+        {"inputs": ["2 0 0\n"], "outputs": ["0\n"], "memory_mb": 64, "time_limit_s": 5},
+        0.0,
+        Status.WRONG,
+        "memory_limit",
+    ),
+}
+
+
+def _language(name: str) -> object:
+    found = FOUND[name]
+    reason = f"{name}: {found}" if isinstance(found, str) else ""
+    return pytest.param(name, marks=pytest.mark.skipif(bool(reason), reason=reason))
+
+
+LANGUAGES = [_language(name) for name in PROGRAMS]
+
+
+@pytest.fixture(scope="module")
+def polyglot() -> Iterator[CodeScorer]:
+    """One `code` scorer for the module over every toolchain found here."""
+    built = CodeScorer(GradingLimits(deadlines={"code": 40.0}), SETTINGS)
+    yield built
+    built.close()
+
+
+def _fenced(language: str, source: str) -> str:
+    return f"<think>\nAdd.\n</think>\n```{FENCES[language]}\n{source}```\n"
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_generated_task_grades_in_every_language(
+    polyglot: CodeScorer, language: str, case: str
+) -> None:
+    """Correct is 1.0, a wrong answer 0.0, a spinner `time_limit`, a hog `memory_limit`."""
+    label, reward, status, kind = CASES[case]
+    score = polyglot.score("p", _fenced(language, PROGRAMS[language]), label, {})
+    assert (score.reward, score.status) == (reward, status), score.details
+    assert score.details["language"] == language
+    failure = score.details["first_failure"]
+    assert (failure or {}).get("kind") == kind, failure
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_program_that_does_not_compile_is_a_compile_error(
+    polyglot: CodeScorer, language: str
+) -> None:
+    """A build that fails answers `compile_error`, 0.0, the compiler's message in the detail."""
+    score = polyglot.score("p", _fenced(language, BROKEN[language]), SUMS, {})
+    assert (score.reward, score.status) == (0.0, Status.COMPILE_ERROR), score.details
+    failure = score.details["first_failure"]
+    assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
+
+
+def test_a_missing_toolchain_answers_error_with_the_reason() -> None:
+    """Where no toolchain is found, its language's answers are `error`, saying what is missing."""
+    settings = CodeSettings(toolchain_path="/nonexistent")
+    scorer = CodeScorer(GradingLimits(), settings)
+    try:
+        score = scorer.score("p", _fenced("cpp", PROGRAMS["cpp"]), SUMS, {})
+    finally:
+        scorer.close()
+    assert score.status is Status.ERROR
+    assert "g++ not found" in score.details["reason"], score.details
+
+
+@pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=str(FOUND["cpp"]))
+def test_the_cpp_standard_is_an_option(polyglot: CodeScorer) -> None:
+    """`standard` picks g++'s -std: C++20's `<=>` builds under c++20 only; others are refused."""
+    source = "#include <compare>\n#include <iostream>\nint main() { int m, a, b;\n"
+    source += "  std::cin >> m >> a >> b;\n"
+    source += '  std::cout << ((1 <=> 2) < 0 ? a + b : 0) << "\\n"; }\n'
+    answer = _fenced("cpp", source)
+    assert polyglot.score("p", answer, SUMS, {"standard": "c++20"}).status is Status.OK
+    assert polyglot.score("p", answer, SUMS, {}).status is Status.COMPILE_ERROR
+    refused = polyglot.score("p", answer, SUMS, {"standard": "c++99"})
+    assert refused.status is Status.ERROR and "dialect" in refused.details["reason"]
