@@ -9,7 +9,8 @@ its label, which the scorer reads and caps. The answer is SandboxFusion's
 "files"}`, each result `{"status", "execution_time", "return_code", "stdout",
 "stderr"}`, made from the scorer's details by SandboxFusion's rules: `Success`
 when every step exited 0, `Failed` when one timed out or exited non-zero,
-`SandboxError` when nothing could run (the message says why). docs/run_code.md.
+`SandboxError` when nothing could run (the message says why); a program that
+did not compile has a `compile_result` and no `run_result`. docs/run_code.md.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ KILLED = -9
 """`return_code` of a run a signal ended: SandboxFusion reports minus the signal's number,
 and the sandbox says only that one did (its limits end runs with SIGKILL)."""
 _STEPS = (("compile", "compile_result"), ("run", "run_result"))
+_RAN = (Status.OK, Status.WRONG, Status.COMPILE_ERROR)
+"""The scorer's statuses for a request that ran (a build that failed counts)."""
 
 
 def read_run_code(body: Mapping[str, Any]) -> Sample:
@@ -51,7 +54,7 @@ def read_run_code(body: Mapping[str, Any]) -> Sample:
 
 def run_code_answer(score: Score) -> dict[str, JSON]:
     """SandboxFusion's answer to the request `score` graded."""
-    if score.status not in (Status.OK, Status.WRONG):
+    if score.status not in _RAN:
         reason = score.details.get("reason", score.status.value)
         return _answer("SandboxError", str(reason), {}, {})
     results = {key: _result(score.details.get(step)) for step, key in _STEPS}

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
+from reward_service.sandbox import Kind, Outcome, Program
 from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, ScorerSettings, Status
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.code_settings import CodeSettings, sandbox_for
 from reward_service.scorers.code.drivers import new_mark
-from reward_service.scorers.code.judge import SandboxFactory, default_sandbox
 from reward_service.scorers.run_request import (
     FILE_CAPS,
     MAX_PATH_CHARS,
@@ -30,6 +29,9 @@ from reward_service.scorers.run_request import (
     RunRequest,
     read_request,
 )
+
+if TYPE_CHECKING:
+    from reward_service.sandbox.zygote_client import ZygoteSandbox
 
 _FILES = """\
 def _run_code(_files, _fetch, _mark, _cap, _source):
@@ -123,7 +125,7 @@ class RunCodeScorer(Scorer):
         self,
         limits: GradingLimits | None = None,
         settings: ScorerSettings | None = None,
-        sandbox_factory: SandboxFactory | None = None,
+        sandbox_factory: Callable[[CodeSettings], ZygoteSandbox] | None = None,
         caps: FileCaps = FILE_CAPS,
     ) -> None:
         super().__init__(limits, settings)
@@ -133,8 +135,8 @@ class RunCodeScorer(Scorer):
         deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
         self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
         """Seconds the run may take, compiling included, inside the hard deadline."""
-        self._factory = sandbox_factory or default_sandbox
-        self._sandbox: Sandbox | None = None
+        self._factory = sandbox_factory or sandbox_for
+        self._sandbox: ZygoteSandbox | None = None
 
     def close(self) -> None:
         """Stop the sandbox, if a request started it."""
@@ -154,54 +156,70 @@ class RunCodeScorer(Scorer):
                 self._sandbox = self._factory(self.code)
         except (SandboxUnavailable, OSError) as exc:
             return Score.error(f"sandbox unavailable: {exc}")
-        run = self._run(self._sandbox, response, request)
-        if run is None:
+        try:
+            return self._graded(self._sandbox, response, request)
+        except SandboxUnavailable as exc:  # the language's toolchain is not here
+            return Score.error(str(exc))
+
+    def _graded(self, sandbox: ZygoteSandbox, source: str, request: RunRequest) -> Score:
+        """Build (a compiled language) and run once: `compile_error`, `ok` or `wrong`."""
+        limits, mark = request.limits, None
+        program = Program(request.language, source)
+        if request.files or request.fetch:
+            mark = new_mark()
+            program = Program(
+                request.language, files_driver(source, request, mark, self.caps.bytes)
+            )
+            limits = replace(
+                limits, output_bytes=limits.output_bytes + _fetch_room(self.caps, mark)
+            )
+        execution = sandbox.execute(
+            program, [request.stdin], limits, self.budget_s, build_time_s=request.compile_time_s
+        )
+        build = execution.build
+        built = build is None or build.kind is Kind.OK
+        if built and not execution.runs:
             return Score.error(f"the run does not fit in the answer's {self.budget_s} s budget")
+        run: Outcome | None = None
+        files: dict[str, str] = {}
+        if execution.runs:
+            run, files = _own_output(execution.runs[0], request, mark)
         details: dict[str, JSON] = {
             "language": request.language,
-            "compile": None,
-            "run": run[0],
-            "files": run[1],
-            "sandbox": list(self._sandbox.layers),
+            "compile": None if build is None else run_report(build, build=True),
+            "run": None if run is None else run_report(run),
+            "files": files,
+            "sandbox": list(sandbox.layers),
         }
-        ok = run[0]["kind"] == Kind.OK.value
+        if not built:
+            return Score(0.0, Status.COMPILE_ERROR, details)
+        ok = run is not None and run.kind is Kind.OK
         return Score(1.0 if ok else 0.0, Status.OK if ok else Status.WRONG, details)
 
-    def _run(
-        self, sandbox: Sandbox, source: str, request: RunRequest
-    ) -> tuple[dict[str, JSON], dict[str, str]] | None:
-        """The run's report and the files fetched; None when the budget cannot hold it."""
-        limits = request.limits
-        mark = new_mark() if request.files or request.fetch else None
-        program = Program(request.language, source)
-        if mark is not None:
-            driver = files_driver(source, request, mark, self.caps.bytes)
-            program = Program(request.language, driver)
-            room = _fetch_room(self.caps, mark)
-            limits = replace(limits, output_bytes=limits.output_bytes + room)
-        outcomes = sandbox.run(program, [request.stdin], limits, self.budget_s)
-        if not outcomes:
-            return None
-        outcome, files = outcomes[0], {}
-        if mark is not None:
-            split = split_fetched(outcome.stdout, mark, request.fetch)
-            if split is not None:
-                outcome = _own_output(outcome, split[0], request.limits)
-                files = split[1]
-        return run_report(outcome), files
+
+def _own_output(
+    outcome: Outcome, request: RunRequest, mark: str | None
+) -> tuple[Outcome, dict[str, str]]:
+    """The run with the program's own stdout (held to the request's cap), and the files
+    fetched after `mark`, if any."""
+    split = None if mark is None else split_fetched(outcome.stdout, mark, request.fetch)
+    if split is None:
+        return outcome, {}
+    stdout, files = split
+    cap = request.limits.output_bytes
+    if len(stdout) <= cap:
+        return replace(outcome, stdout=stdout), files
+    return replace(outcome, kind=Kind.OUTPUT_LIMIT, stdout=stdout[:cap]), files
 
 
-def _own_output(outcome: Outcome, stdout: bytes, limits: Limits) -> Outcome:
-    """`outcome` with the program's own stdout, held to the cap the request has."""
-    if len(stdout) <= limits.output_bytes:
-        return replace(outcome, stdout=stdout)
-    return replace(outcome, kind=Kind.OUTPUT_LIMIT, stdout=stdout[: limits.output_bytes])
-
-
-def run_report(outcome: Outcome) -> dict[str, JSON]:
-    """One run as the details hold it: JSON, stdout decoded with replacement."""
+def run_report(outcome: Outcome, build: bool = False) -> dict[str, JSON]:
+    """One step as the details hold it: JSON, stdout decoded with replacement. A build the
+    compiler failed is `compile_error`; one past a limit keeps that limit's kind."""
+    kind = outcome.kind
+    if build and kind is Kind.RUNTIME_ERROR:
+        kind = Kind.COMPILE_ERROR
     return {
-        "kind": outcome.kind.value,
+        "kind": kind.value,
         "exit_code": outcome.exit_code,
         "elapsed_s": round(outcome.elapsed_s, 6),
         "stdout": outcome.stdout.decode("utf-8", "replace"),

@@ -21,8 +21,19 @@ from reward_service.sandbox import LANGUAGES, Limits
 from reward_service.scorers.base import JSON
 from reward_service.scorers.code.code_settings import CodeSettings, MiB
 
-RUNNERS = {"python": "python", "python3": "python"}
+RUNNERS = {
+    "python": "python",
+    "python3": "python",
+    "cpp": "cpp",
+    "java": "java",
+    "go": "go",
+    "nodejs": "javascript",
+    "javascript": "javascript",
+    "rust": "rust",
+}
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names."""
+FILES_LANGUAGES = frozenset({"python"})
+"""The runners a request's `files` and `fetch_files` work with (a Python prelude does it)."""
 DEFAULT_TIMEOUT_S = 10.0
 """SandboxFusion's `run_timeout` and `compile_timeout` when a request names none."""
 MAX_PATH_CHARS = 255
@@ -64,7 +75,8 @@ def read_request(label: JSON, settings: CodeSettings, caps: FileCaps = FILE_CAPS
     """The run `label` asks for, within the code scorer's caps and `caps`; raises `RequestError`.
 
     A time not asked is SandboxFusion's 10 s, memory not asked (or SandboxFusion's -1,
-    no limit) the cap: both within `settings`' maximums.
+    no limit) the cap: within `settings`' maximums (`max_time_limit_s` for the run,
+    `build_time_s` for the compiler, `max_memory_mb`).
     """
     if not isinstance(label, Mapping):
         raise RequestError("the label must be an object: SandboxFusion's request without `code`")
@@ -77,14 +89,17 @@ def read_request(label: JSON, settings: CodeSettings, caps: FileCaps = FILE_CAPS
     if stdin is not None and not isinstance(stdin, str):
         raise RequestError("stdin must be a string or null")
     run_s = _seconds(label, "run_timeout", settings.max_time_limit_s)
-    compile_s = _seconds(label, "compile_timeout", settings.max_time_limit_s)
+    compile_s = _seconds(label, "compile_timeout", settings.build_time_s)
+    files, fetch = _files(label.get("files"), caps), _fetch(label.get("fetch_files"), caps)
+    if (files or fetch) and runner not in FILES_LANGUAGES:
+        raise RequestError(f"files and fetch_files are run with python only, not {runner}")
     return RunRequest(
         language=runner,
         stdin=(stdin or "").encode("utf-8", "replace"),
         limits=Limits(run_s, _memory_mb(label, settings), settings.output_bytes),
         compile_time_s=compile_s,
-        files=_files(label.get("files"), caps),
-        fetch=_fetch(label.get("fetch_files"), caps),
+        files=files,
+        fetch=fetch,
     )
 
 

@@ -87,6 +87,35 @@ def test_message_names_a_step_that_did_not_end_well() -> None:
     assert (ok["message"], failed["message"]) == ("", "run: memory_limit")
 
 
+@pytest.mark.parametrize(
+    ("build", "status", "return_code"),
+    [
+        (_run("compile_error", 1), "Finished", 1),
+        (_run("time_limit", None), "TimeLimitExceeded", None),
+    ],
+)
+def test_a_failed_build_has_a_compile_result_and_no_run(
+    build: dict[str, Any], status: str, return_code: int | None
+) -> None:
+    """`compile_error` is Failed with the build's result (its code, or its time-out), no run."""
+    score = Score(0.0, Status.COMPILE_ERROR, {"compile": build, "run": None, "files": {}})
+    answer = run_code_answer(score)
+    assert (answer["status"], answer["run_result"]) == ("Failed", None)
+    assert (answer["compile_result"]["status"], answer["compile_result"]["return_code"]) == (
+        status,
+        return_code,
+    )
+    assert answer["message"] == f"compile: {build['kind']}"
+
+
+def test_a_build_and_a_run_both_answered() -> None:
+    """A compiled program that ran has both results, the build's `Finished` with code 0."""
+    score = _score(Status.OK, _run("ok", 0, "hi\n"), compile=_run("ok", 0))
+    answer = run_code_answer(score)
+    assert (answer["status"], answer["compile_result"]["return_code"]) == ("Success", 0)
+    assert answer["run_result"]["stdout"] == "hi\n"
+
+
 def test_fetched_files_are_answered() -> None:
     """The files the scorer fetched are the answer's `files`."""
     score = _score(Status.OK, _run("ok", 0), files={"out.txt": "eW8="})

@@ -24,10 +24,16 @@ import pytest
 import requests
 import sandbox_fusion as sf
 
+from reward_service.sandbox.toolchains import Found, discover
+from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.testing import LiveServer, live_server
 
 TOKEN = "run-code-test-token"
-SUMMARY = sf.SummaryMapping(RunFailed="RunFailed", RunTimeout="RunTimeout")
+SUMMARY = sf.SummaryMapping(
+    RunFailed="RunFailed", RunTimeout="RunTimeout", CompileFailed="CompileFailed"
+)
+CPP_FOUND = discover(CodeSettings().toolchain_path, ["cpp"])["cpp"]
+CPP = pytest.mark.skipif(not isinstance(CPP_FOUND, Found), reason=f"cpp: {CPP_FOUND}")
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +117,32 @@ def test_sandbox_fusion_client_gets_sandbox_fusions_answers(
     )
 
 
+@CPP
+def test_cpp_is_compiled_then_run(endpoint: str) -> None:
+    """C++ answers with the build's result (Finished, 0) and the run's, as SandboxFusion's."""
+    code = "#include <iostream>\nint main() { int a, b; std::cin >> a >> b; std::cout << a * b; }"
+    request = sf.RunCodeRequest(code=code, stdin="6 7", language="cpp")
+    answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=60)
+    assert answer.compile_result is not None and answer.run_result is not None
+    assert (answer.status.value, answer.compile_result.return_code) == ("Success", 0)
+    assert (answer.run_result.stdout, answer.run_result.return_code) == ("42", 0)
+
+
+@CPP
+def test_cpp_compile_error_is_failed_without_a_run(endpoint: str) -> None:
+    """A compile error is Failed with the compiler's code and messages and no run: CompileFailed."""
+    request = sf.RunCodeRequest(code="a=b", language="cpp")
+    answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=60)
+    assert (answer.status.value, answer.run_result) == ("Failed", None)
+    assert answer.compile_result is not None
+    assert (answer.compile_result.status.value, answer.compile_result.return_code) == (
+        "Finished",
+        1,
+    )
+    assert "error" in (answer.compile_result.stderr or "")
+    assert sf.summary_run_code_result(answer, SUMMARY) == "CompileFailed"
+
+
 def test_files_go_in_and_come_back(endpoint: str) -> None:
     """`files` are in the program's directory; `fetch_files` come back base64."""
     code = (
@@ -154,7 +186,7 @@ def test_without_the_token_it_is_401(server: LiveServer) -> None:
 
 
 def verl_call(
-    url: str, code: str, stdin: str | None, timeout: int, memory_limit_mb: int
+    url: str, code: str, stdin: str | None, timeout: int, memory_limit_mb: int, language: str
 ) -> tuple[dict[str, Any] | None, str | None]:
     """verl's `call_sandbox_api`: its payload, headers and timeout; 504 retried; (json, error)."""
     payload = json.dumps(
@@ -164,7 +196,7 @@ def verl_call(
             "code": code,
             "stdin": stdin,
             "memory_limit_MB": memory_limit_mb,
-            "language": "python",
+            "language": language,
             "files": {},
             "fetch_files": [],
         }
@@ -209,27 +241,35 @@ def verl_verdict(answer: dict[str, Any] | None, expected: str) -> bool | int:
 
 
 @pytest.mark.parametrize(
-    ("code", "stdin", "expected", "timeout", "verdict"),
+    ("language", "code", "stdin", "expected", "timeout", "verdict"),
     [
-        pytest.param("print(int(input()) * 2)", "21", "42\n", 10, True, id="correct"),
-        pytest.param("print(int(input()) + 2)", "21", "42\n", 10, False, id="wrong"),
-        pytest.param("import sys\nsys.exit(1)", "", "", 10, -2, id="runtime-error"),
-        pytest.param("while True:\n    pass", "", "", 1, -3, id="timeout"),
-        pytest.param("x = bytearray(1 << 31)\nprint(len(x))", "", "", 10, -2, id="memory"),
+        pytest.param("python", "print(int(input()) * 2)", "21", "42\n", 10, True, id="correct"),
+        pytest.param("python", "print(int(input()) + 2)", "21", "42\n", 10, False, id="wrong"),
+        pytest.param("python", "import sys\nsys.exit(1)", "", "", 10, -2, id="runtime-error"),
+        pytest.param("python", "while True:\n    pass", "", "", 1, -3, id="timeout"),
+        pytest.param("python", "x = bytearray(1 << 31)", "", "", 10, -2, id="memory"),
+        pytest.param("cpp", "a=b", "", "", 10, -4, id="compile-error", marks=CPP),
     ],
 )
 def test_verl_client_verdicts(
-    endpoint: str, code: str, stdin: str, expected: str, timeout: int, verdict: bool | int
+    endpoint: str,
+    language: str,
+    code: str,
+    stdin: str,
+    expected: str,
+    timeout: int,
+    verdict: bool | int,
 ) -> None:
-    """verl's reward reads each answer as it reads SandboxFusion's: pass, fail, -2, -3."""
-    answer, error = verl_call(f"{endpoint}/run_code", code, stdin, timeout, memory_limit_mb=256)
+    """verl's reward reads each answer as it reads SandboxFusion's: pass, fail, -2, -3, -4."""
+    url = f"{endpoint}/run_code"
+    answer, error = verl_call(url, code, stdin, timeout, memory_limit_mb=256, language=language)
     assert error is None
     assert verl_verdict(answer, expected) == verdict
 
 
 def test_verl_memory_limit_is_python_memory_error(endpoint: str) -> None:
     """Out of `memory_limit_MB`, Python dies of MemoryError with code 1, as under SandboxFusion."""
-    answer, _ = verl_call(f"{endpoint}/run_code", "x = bytearray(1 << 31)", "", 10, 256)
+    answer, _ = verl_call(f"{endpoint}/run_code", "x = bytearray(1 << 31)", "", 10, 256, "python")
     assert answer is not None
     run = answer["run_result"]
     assert (answer["status"], run["status"], run["return_code"]) == ("Failed", "Finished", 1)

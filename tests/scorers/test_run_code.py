@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from reward_service.errors import SandboxUnavailable
+from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Score, Status
 from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.run_code import RunCodeScorer, split_fetched
@@ -17,6 +18,9 @@ from reward_service.scorers.run_request import FileCaps
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
+FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript"])
+CPP = pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=f"cpp: {FOUND['cpp']}")
+SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +151,53 @@ def test_sandbox_that_cannot_start_is_an_error() -> None:
         Status.ERROR,
         "sandbox unavailable: no seccomp here",
     )
+
+
+@CPP
+def test_cpp_builds_then_runs(scorer: RunCodeScorer) -> None:
+    """A C++ program is compiled (its report `ok`, exit 0), then run on the stdin."""
+    score = _score(scorer, SUM, language="cpp", stdin="40 2")
+    compiled, run = score.details["compile"], score.details["run"]
+    assert (compiled["kind"], compiled["exit_code"]) == ("ok", 0)
+    assert (run["kind"], run["stdout"], score.status) == ("ok", "42", Status.OK)
+
+
+@CPP
+def test_cpp_that_does_not_compile_is_compile_error(scorer: RunCodeScorer) -> None:
+    """A program the compiler refuses is `compile_error`, its messages in the build's stderr."""
+    score = _score(scorer, "int main() { return undeclared; }\n", language="cpp")
+    compiled = score.details["compile"]
+    assert (score.status, score.reward, score.details["run"]) == (Status.COMPILE_ERROR, 0.0, None)
+    assert (compiled["kind"], compiled["exit_code"]) == ("compile_error", 1)
+    assert "undeclared" in compiled["stderr"]
+
+
+@CPP
+def test_cpp_build_past_compile_timeout_is_a_build_time_limit(scorer: RunCodeScorer) -> None:
+    """A build past `compile_timeout` keeps its kind, `time_limit`, and nothing runs."""
+    score = _score(scorer, SUM.replace("a + b", "b + a"), language="cpp", compile_timeout=0.01)
+    assert score.status is Status.COMPILE_ERROR
+    assert (score.details["compile"]["kind"], score.details["run"]) == ("time_limit", None)
+
+
+@pytest.mark.skipif(
+    not isinstance(FOUND["javascript"], Found), reason=f"javascript: {FOUND['javascript']}"
+)
+def test_nodejs_runs_as_javascript(scorer: RunCodeScorer) -> None:
+    """SandboxFusion's `nodejs` runs on the JavaScript runner."""
+    score = _score(scorer, "process.exitCode = 2; console.log('js')", language="nodejs")
+    assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("js\n", 2)
+
+
+def test_missing_toolchain_is_an_error_naming_it() -> None:
+    """A language whose toolchain is not found is `error`, the reason said."""
+    lonely = RunCodeScorer(GradingLimits(), CodeSettings(toolchain_path="/nonexistent"))
+    try:
+        score = _score(lonely, SUM, language="cpp")
+    finally:
+        lonely.close()
+    assert score.status is Status.ERROR
+    assert score.details["reason"].startswith("cpp: ")
 
 
 def test_report_after_the_mark_keeps_only_the_files_asked_for() -> None:

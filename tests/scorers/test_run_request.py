@@ -57,7 +57,13 @@ def test_limits_are_capped_by_the_services(
 @pytest.mark.parametrize(
     ("label", "reason"),
     [
-        ({"language": "php"}, "language 'php' is not run here; languages: python, python3"),
+        (
+            {"language": "php"},
+            "language 'php' is not run here; languages: python, python3, cpp, java, go, nodejs, "
+            "javascript, rust",
+        ),
+        ({"language": "cpp", "files": {"a": "eA=="}}, "files and fetch_files are run with python"),
+        ({"language": "java", "fetch_files": ["a"]}, "run with python only, not java"),
         ({"language": ["python"]}, "language of type list is not run here"),
         ({"run_timeout": 0}, "run_timeout must be above 0 s"),
         ({"compile_timeout": "10"}, "compile_timeout must be a number, not '10'"),
@@ -78,6 +84,25 @@ def test_what_cannot_be_run_is_refused_with_the_reason(label: dict[str, Any], re
     with pytest.raises(RequestError) as raised:
         _read(**label)
     assert reason in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("language", "runner"),
+    [("python3", "python"), ("nodejs", "javascript"), ("javascript", "javascript"), ("cpp", "cpp")],
+)
+def test_sandbox_fusions_names_and_rolls_tags_pick_the_runner(language: str, runner: str) -> None:
+    """SandboxFusion's `nodejs` and ROLL's `python3`, `javascript` tags name the runners."""
+    assert _read(language=language).language == runner
+
+
+def test_compile_timeout_is_capped_by_the_build_time() -> None:
+    """`compile_timeout` is held to `REWARD_CODE__BUILD_TIME_S`, the run's to the run cap."""
+    request = read_request(
+        {"language": "cpp", "compile_timeout": 60, "run_timeout": 60},
+        CodeSettings(build_time_s=20, max_time_limit_s=5),
+        CAPS,
+    )
+    assert (request.compile_time_s, request.limits.time_s) == (20.0, 5.0)
 
 
 def test_label_must_be_an_object() -> None:
