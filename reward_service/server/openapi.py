@@ -155,7 +155,11 @@ RUN_CODE: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "code": {"type": "string"},
-                    "language": {"type": "string", "description": "`python` (or `python3`)."},
+                    "language": {
+                        "type": "string",
+                        "description": "`python` (`python3`), `cpp`, `java`, `go`, `nodejs` "
+                        "(`javascript`) or `rust`.",
+                    },
                     "stdin": {"type": ["string", "null"]},
                     "compile_timeout": {"type": "number", "default": 10},
                     "run_timeout": {"type": "number", "default": 10},
