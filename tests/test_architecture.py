@@ -107,7 +107,7 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ray_command": (("floor", "subcommands", "rayserve", "bench", "local_server"), ("aiohttp",)),
     "bench": (
         ("floor", "subcommands", "sandbox", "scorers", "contracts", "local_server"),
-        ("aiohttp", "httpx", "prometheus_client", "math_verify"),
+        ("aiohttp", "httpx", "prometheus_client", "math_verify", "if_verifiable"),
     ),
     "cli": (
         (

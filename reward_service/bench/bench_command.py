@@ -6,8 +6,10 @@ grades a GRPO-shaped set of answers fresh to it (its own seed: labels unique
 per group, 8 answers per group, ~10% truncated), in one run on this machine:
 
 * plain: the workload's plain grader (math_verify `parse` + `verify`; for
-  `code`, a fresh subprocess per test, `bench/code_workload.py`) in as many processes
-  as CPUs, what a peer does in-process;
+  `code`, a fresh subprocess per test, `bench/code_workload.py`; for `code-cpp`, g++ once
+  per answer then a fresh subprocess per test, `bench/cpp_workload.py`; for `ifeval`, the
+  same checkers through if-verifiable's own API, `bench/instruction_workload.py`) in as
+  many processes as CPUs, what a peer does in-process;
 * /score: the service over HTTP with a SLIME-like client (one aiohttp
   session, 64 connections);
 * /score/batch: the service, chunks of 64 answers, eight chunks in flight.
@@ -33,6 +35,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from reward_service.bench.code_workload import code_workload, grade_naive, warm_naive
+from reward_service.bench.cpp_workload import cpp_workload, grade_naive_cpp, warm_naive_cpp
+from reward_service.bench.instruction_workload import grade_plain, instruction_workload, warm_plain
 from reward_service.bench.workload import Workload, grpo_workload, request_body
 from reward_service.cpus import available_cpus
 from reward_service.subcommands import Subparsers
@@ -91,6 +95,8 @@ WORKLOADS: dict[str, Workload] = {
     "mixed": Workload(grpo_workload, _plain_grade, _plain_init),
     "integer": Workload(_integer_answers, _plain_grade, _plain_init),
     "code": Workload(code_workload, grade_naive, warm_naive),
+    "ifeval": Workload(instruction_workload, grade_plain, warm_plain),
+    "code-cpp": Workload(cpp_workload, grade_naive_cpp, warm_naive_cpp),
 }
 """The workloads `bench` runs, in order; a new one is one entry here."""
 
