@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import random
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -80,8 +81,14 @@ def equal_answer_verdict(request: dict[str, Any]) -> Reply:
 class ChatStandIn:
     """The server; `respond` may be replaced at any time (tests script it per case)."""
 
-    def __init__(self, latency_s: float = 0.0, capacity: int = 1 << 20) -> None:
+    def __init__(
+        self, latency_s: float = 0.0, capacity: int = 1 << 20, jitter: float = 0.0
+    ) -> None:
         self.latency_s = latency_s
+        self.jitter = jitter
+        """Each reply's latency is `latency_s` times a factor drawn from 1 +- `jitter`, so the
+        replies of a burst do not all arrive in one instant."""
+        self._random = random.Random(0)
         self.respond: Callable[[dict[str, Any]], Reply] = equal_answer_verdict
         self.calls = self.current = self.most = 0
         self.requests: list[dict[str, Any]] = []
@@ -103,8 +110,19 @@ class ChatStandIn:
         return self
 
     def stop(self) -> None:
+        """Close the port and every connection, then end the thread."""
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def reset(self, respond: Callable[[dict[str, Any]], Reply] = equal_answer_verdict) -> None:
         """Forget the counts and answer with `respond` from now on."""
@@ -152,7 +170,8 @@ class ChatStandIn:
             self.most = max(self.most, self.current)
             try:
                 reply = self.respond(request)
-                await asyncio.sleep(self.latency_s + reply.delay_s)
+                spread = 1 + self._random.uniform(-self.jitter, self.jitter)
+                await asyncio.sleep(self.latency_s * spread + reply.delay_s)
                 return await self._send(writer, reply)
             finally:
                 self.current -= 1
@@ -179,9 +198,11 @@ class ChatStandIn:
 
 
 @contextlib.contextmanager
-def chat_stand_in(latency_s: float = 0.0, capacity: int = 1 << 20) -> Iterator[ChatStandIn]:
+def chat_stand_in(
+    latency_s: float = 0.0, capacity: int = 1 << 20, jitter: float = 0.0
+) -> Iterator[ChatStandIn]:
     """A running `ChatStandIn`, stopped on exit."""
-    server = ChatStandIn(latency_s, capacity).start()
+    server = ChatStandIn(latency_s, capacity, jitter).start()
     try:
         yield server
     finally:

@@ -7,6 +7,8 @@ memoised children) are bounded whatever clients send: routes are route
 templates or `unmatched`, scorers registered names or `unknown` (the
 engine sees to it), and the `path` and `cache` facts scorers report are
 kept only when they are among the values below, else counted as `other`.
+A judge scorer's `judge` facts (calls, seconds, tokens, failure kind, circuit
+state: `scorers/llm_judge/judge_client.py`) are read the same way.
 """
 
 from __future__ import annotations
@@ -23,8 +25,13 @@ __all__ = ["CONTENT_TYPE_LATEST", "ServiceMetrics"]
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
-_PATHS = frozenset({"inline", "fast", "region", "full"})
+_PATHS = frozenset({"inline", "fast", "region", "full", "rule", "judge"})
 _CACHE_RESULTS = frozenset({"hit", "miss"})
+_JUDGE_FAILURES = frozenset(
+    {"not_configured", "circuit_open", "deadline", "timeout", "connection", "rate_limited"}
+    | {"server_error", "refused", "bad_request", "malformed", "no_verdict"}
+)
+_CIRCUIT_STATES = ("closed", "half_open", "open")
 _OTHER = "other"
 
 
@@ -76,6 +83,37 @@ class ServiceMetrics:
             ["scorer", "path"],
             registry=r,
         )
+        self.judge_calls = Counter(
+            "reward_judge_calls",
+            "HTTP calls to the judge endpoint, retries included.",
+            ["scorer"],
+            registry=r,
+        )
+        self.judge_seconds = Histogram(
+            "reward_judge_seconds",
+            "An answer's time with the judge endpoint (waits, calls, retries).",
+            ["scorer"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.judge_tokens = Counter(
+            "reward_judge_tokens",
+            "Tokens the judge endpoint reported, by direction (in: prompt, out: reply).",
+            ["scorer", "direction"],
+            registry=r,
+        )
+        self.judge_failures = Counter(
+            "reward_judge_failures",
+            "Answers the judge gave no verdict on, by kind (docs/judge.md).",
+            ["scorer", "kind"],
+            registry=r,
+        )
+        self.judge_circuit = Gauge(
+            "reward_judge_circuit",
+            "The judge endpoint's circuit breaker: 1 for its state as the last answer saw it.",
+            ["scorer", "state"],
+            registry=r,
+        )
         self.rejected = Counter(
             "reward_rejected_requests",
             "Requests refused before grading, by reason.",
@@ -117,6 +155,27 @@ class ServiceMetrics:
         path = details.get("path")
         if path is not None:
             self._child(self.grading_paths, scorer, _known(path, _PATHS)).inc()
+        judge = details.get("judge")
+        if isinstance(judge, dict):
+            self._record_judge(scorer, judge)
+
+    def _record_judge(self, scorer: str, judge: dict[str, Any]) -> None:
+        """Count what one answer cost at the judge endpoint; numbers only, kinds from a set."""
+        calls = _count(judge.get("calls"))
+        if calls:
+            self._child(self.judge_calls, scorer).inc(calls)
+            self._child(self.judge_seconds, scorer).observe(_count(judge.get("seconds")))
+        for direction in ("in", "out"):
+            tokens = _count(judge.get(f"tokens_{direction}"))
+            if tokens:
+                self._child(self.judge_tokens, scorer, direction).inc(tokens)
+        failure = judge.get("failure")
+        if failure is not None:
+            self._child(self.judge_failures, scorer, _known(failure, _JUDGE_FAILURES)).inc()
+        state = judge.get("circuit")
+        if state in _CIRCUIT_STATES:
+            for each in _CIRCUIT_STATES:
+                self._child(self.judge_circuit, scorer, each).set(1 if each == state else 0)
 
     def count_request(self, route: str, code: int, body_bytes: int | None) -> None:
         """Count one HTTP request and its body size."""
@@ -134,6 +193,13 @@ class ServiceMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _count(value: object) -> float:
+    """A non-negative number a scorer reported, else 0."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return 0.0
 
 
 def _known(value: object, known: frozenset[str]) -> str:

@@ -110,7 +110,7 @@ def test_unknown_scorer_names_add_no_series(server: LiveServer) -> None:
     assert first.json()["scorer"] == "unknown"
     assert "nope-warm-up" in first.json()["reason"]
     assert all(a.json()["status"] == "error" for a in answers)
-    assert len(answers[0].json()["reason"]) < 400, "the echoed name is not truncated"
+    assert "x" * 100 not in answers[0].json()["reason"], "the echoed name is not truncated"
     assert set(after) - set(before) == set()
     assert "nope-" not in text
     assert _value(after, "reward_outcomes_total", scorer="unknown", status="error") - _value(

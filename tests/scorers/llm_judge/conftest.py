@@ -18,5 +18,5 @@ def judge_server() -> Iterator[ChatStandIn]:
 @pytest.fixture
 def stand_in(judge_server: ChatStandIn) -> ChatStandIn:
     judge_server.reset()
-    judge_server.latency_s = 0.0
+    judge_server.latency_s = judge_server.jitter = 0.0
     return judge_server
