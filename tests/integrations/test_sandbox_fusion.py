@@ -109,8 +109,6 @@ def test_sandbox_fusion_client_gets_sandbox_fusions_answers(
     assert run is not None
     assert (run.status.value, run.stdout, run.return_code) == (run_status, stdout, return_code)
     assert run.execution_time is not None and run.execution_time >= 0
-    if run_status == "TimeLimitExceeded":
-        assert run.execution_time >= run_timeout
     summary = sf.summary_run_code_result(answer, SUMMARY)
     assert summary == {"Success": "Success", "TimeLimitExceeded": "RunTimeout"}.get(
         status if status == "Success" else run_status, "RunFailed"
