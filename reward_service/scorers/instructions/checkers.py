@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from reward_service.errors import RewardServiceError
+
 BENCHMARKS = ("ifeval", "ifbench")
 _PACKAGE = "if_verifiable"
 
@@ -68,16 +70,16 @@ class Checkers:
         return [name for name in needs if name in self.missing]
 
 
-class ChecksUnavailable(Exception):
+class ChecksUnavailable(RewardServiceError):
     """The checkers cannot be loaded here (a dependency is missing or broken)."""
 
 
-refused_downloads: list[str] = []
+refused_downloads: set[str] = set()
 """What the checkers asked NLTK to download, in this process (each refused)."""
 
 
 def _refuse_download(info_or_id: object = None, *args: object, **kwargs: object) -> bool:
-    refused_downloads.append(str(info_or_id))
+    refused_downloads.add(str(info_or_id))
     return False
 
 

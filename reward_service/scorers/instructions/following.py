@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reward_service.errors import RewardServiceError
 from reward_service.scorers.instructions.checkers import Checkers
 from reward_service.scorers.instructions.instruction_inputs import Instructions
 
@@ -28,7 +29,7 @@ class Followed:
         return {"id": self.instruction_id, "strict": self.strict, "loose": self.loose}
 
 
-class CannotCheck(Exception):
+class CannotCheck(RewardServiceError):
     """An instruction cannot be checked: unknown, its data missing, or bad arguments."""
 
 

@@ -41,7 +41,7 @@ _GUARDED = textwrap.dedent(
         statuses[instruction] = score.status.value
     print(json.dumps({"attempts": attempts, "statuses": statuses,
                       "datasets": "datasets" in sys.modules,
-                      "refused": sorted(set(checkers.refused_downloads))}))
+                      "refused": sorted(checkers.refused_downloads)}))
     """
 )
 
