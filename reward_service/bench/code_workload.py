@@ -211,7 +211,7 @@ class NaiveSandbox:
             for stdin in stdins:
                 if time.monotonic() - started + limits.time_s > budget_s:
                     break
-                outcomes.append(_run_once(path, stdin, limits))
+                outcomes.append(run_once([sys.executable, str(path)], path.parent, stdin, limits))
                 if stop_at_first_failure and outcomes[-1].kind is not Kind.OK:
                     break
         return outcomes
@@ -220,15 +220,16 @@ class NaiveSandbox:
         """Nothing outlives a run."""
 
 
-def _run_once(path: Path, stdin: bytes, limits: Limits) -> Outcome:
+def run_once(argv: list[str], cwd: Path, stdin: bytes, limits: Limits) -> Outcome:
+    """One fresh `subprocess.run` of `argv` on `stdin`, its outcome as the sandbox reports one."""
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [sys.executable, str(path)],
+            argv,
             input=stdin,
             capture_output=True,
             timeout=limits.time_s,
-            cwd=path.parent,
+            cwd=cwd,
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
