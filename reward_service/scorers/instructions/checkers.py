@@ -154,6 +154,17 @@ def _enter_package() -> None:
     sys.modules[_PACKAGE] = package
 
 
+def warm() -> None:
+    """Load langdetect's language profiles (~60 MiB, a second or more), which its first
+    detection would otherwise do inside an answer's deadline."""
+    try:
+        from langdetect.detector_factory import init_factory
+
+        init_factory()
+    except Exception as exc:  # a broken install: the scorer then grades as errors
+        raise ChecksUnavailable(f"langdetect: {type(exc).__name__}: {exc}") from exc
+
+
 @cache
 def load(benchmark: str) -> Checkers:
     """`benchmark`'s checkers (`ifeval` or `ifbench`); `ChecksUnavailable` if they cannot load."""

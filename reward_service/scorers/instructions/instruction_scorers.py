@@ -30,6 +30,7 @@ from reward_service.scorers.instructions.checkers import (
     Checkers,
     ChecksUnavailable,
     load,
+    warm,
 )
 from reward_service.scorers.instructions.following import CannotCheck, follow
 from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_instructions
@@ -62,6 +63,7 @@ class InstructionScorer(Scorer):
     def open(self) -> None:
         try:
             self._checkers = load(self.benchmark)
+            warm()
         except ChecksUnavailable as exc:
             self._checkers = f"{self.benchmark} checkers unavailable: {exc}"
 
