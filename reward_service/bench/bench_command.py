@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from reward_service.bench import judge_bench
 from reward_service.bench.code_workload import code_workload, grade_naive, warm_naive
 from reward_service.bench.cpp_workload import cpp_workload, grade_naive_cpp, warm_naive_cpp
 from reward_service.bench.instruction_workload import grade_plain, instruction_workload, warm_plain
@@ -136,7 +137,9 @@ async def _timed(call: Awaitable[T], latencies: list[float]) -> T:
     return result
 
 
-async def _single(url: str, items: list[dict[str, Any]], connections: int) -> Run:
+async def _single(
+    url: str, items: list[dict[str, Any]], connections: int, path: str = "/score"
+) -> Run:
     import aiohttp
 
     latencies: list[float] = []
@@ -146,7 +149,7 @@ async def _single(url: str, items: list[dict[str, Any]], connections: int) -> Ru
     ) as session:
 
         async def post(item: dict[str, Any]) -> float:
-            async with session.post(f"{url}/score", json=request_body(item)) as resp:
+            async with session.post(f"{url}{path}", json=request_body(item)) as resp:
                 resp.raise_for_status()
                 reward: float = await resp.json()
                 return reward
@@ -157,7 +160,13 @@ async def _single(url: str, items: list[dict[str, Any]], connections: int) -> Ru
     return Run(len(items), elapsed, _wrong(list(rewards), items), tuple(latencies))
 
 
-async def _batched(url: str, items: list[dict[str, Any]], chunk: int, in_flight: int) -> Run:
+async def _batched(
+    url: str,
+    items: list[dict[str, Any]],
+    chunk: int,
+    in_flight: int,
+    path: str = "/score/batch",
+) -> Run:
     import aiohttp
 
     latencies: list[float] = []
@@ -168,7 +177,7 @@ async def _batched(url: str, items: list[dict[str, Any]], chunk: int, in_flight:
         async def post(part: list[dict[str, Any]]) -> list[float]:
             async with gate:
                 body = {"items": [request_body(item) for item in part]}
-                async with session.post(f"{url}/score/batch", json=body) as resp:
+                async with session.post(f"{url}{path}", json=body) as resp:
                     resp.raise_for_status()
                     rewards: list[float] = (await resp.json())["rewards"]
                     return rewards
@@ -319,6 +328,10 @@ def _measure(
 def _bench(args: argparse.Namespace) -> None:
     from reward_service.local_server import live_server
 
+    if args.workload == "judge":
+        judge_bench.run(args)
+        return
+
     workers = args.workers or available_cpus()
     rounds = f", {args.rounds} rounds taking turns" if args.rounds > 1 else ""
     print(
@@ -377,10 +390,11 @@ def register(commands: Subparsers) -> None:
     )
     bench.add_argument(
         "--workload",
-        choices=[*WORKLOADS, "all"],
+        choices=[*WORKLOADS, "judge", "all"],
         default="all",
-        help="measure this workload alone (default: all, in turn)",
+        help="measure this workload alone (default: all but judge, in turn)",
     )
+    judge_bench.add_options(bench)
     bench.add_argument(
         "--memory-answers", type=int, default=0, help="then stream this many answers, check RSS"
     )
