@@ -55,6 +55,18 @@ DEADLINE_S = 150.0
 CONCURRENCY = 2
 MATH = [("so \\boxed{42}", "42", 1.0), ("so \\boxed{41}", "42", 0.0)]
 NEVER = "never printed"
+RUN_CODE_READERS = (
+    "print_environ",
+    "proc_self_environ",
+    "proc_parent_environ",
+    "proc_init_environ",
+    "proc_every_environ",
+    "serviceaccount_token",
+    "scan_own_memory",
+    "scan_parent_memory",
+    "proc_fd_of_service",
+)
+"""The secret readers also sent to `/run_code`, whose answer is the program's whole stdout."""
 LIVE_PROFILES = ("full", "nonroot-pod", "nonroot-old-kernel")
 """The platforms a live server is attacked on (`tests.sandbox.platforms`): all layers, the
 manifests' unprivileged pod, and that pod on a kernel without landlock."""
@@ -73,6 +85,7 @@ class Campaign:
     reach: dict[str, Any] = field(default_factory=dict)
     fork_gate: dict[str, Any] = field(default_factory=dict)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_code: dict[str, dict[str, Any]] = field(default_factory=dict)
     bodies: list[str] = field(default_factory=list)
     math_wrong: list[str] = field(default_factory=list)
     math_done: int = 0
@@ -268,6 +281,17 @@ def campaign(
                 math.join()
             found.liveness = (probe.answers, probe.failures, probe.slowest_s)
             found.copied = _copy_attempt(client, server.url)
+            for hostile in PROGRAMS:
+                if hostile.name in RUN_CODE_READERS:
+                    body = {
+                        "code": hostile.source(targets[hostile.name]),
+                        "language": "python",
+                        "run_timeout": hostile.time_s,
+                        "memory_limit_MB": hostile.memory_mb,
+                    }
+                    found.run_code[hostile.name] = _post(
+                        client, f"{server.url}/run_code", body, found.bodies
+                    )
         time.sleep(1.5)
         found.orphans = server.orphans()
         found.hits = dict(listeners.hits)
@@ -363,6 +387,14 @@ def test_no_secret_in_any_answer_or_log(campaign: Campaign) -> None:
             if where == "answers" and name in gaps:
                 continue  # the documented read gap, pinned per program above
             assert canary not in text, f"{name} appears in the {where}"
+
+
+def test_secret_readers_ran_through_run_code(campaign: Campaign) -> None:
+    """The secret readers ran through `/run_code` too, its answers among those searched for
+    canaries above: printing what they read to stdout brings back none."""
+    assert sorted(campaign.run_code) == sorted(RUN_CODE_READERS)
+    for name, answer in campaign.run_code.items():
+        assert answer.get("status") in ("Success", "Failed"), (name, answer)
 
 
 def test_nothing_reached_the_loopback_listeners(campaign: Campaign) -> None:
