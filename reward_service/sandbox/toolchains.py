@@ -35,7 +35,8 @@ class Found:
     """Tool name -> the absolute path a run execs."""
     reads: list[str]
     """Directories beyond the system's that its builds and runs read (a sysroot)."""
-    version: str
+    version: str = ""
+    """The compiler's version line, when asked for (`discover(..., versions=True)`)."""
 
 
 @dataclass(frozen=True)
@@ -93,13 +94,10 @@ class Toolchain:
             if where is None:
                 return f"{tool} not found in PATH"
             tools[tool] = os.path.realpath(where)
-        try:
-            version = self._version(tools)
-        except (OSError, subprocess.SubprocessError) as e:
-            return f"{self.tools[0]} does not run: {e}"
-        return Found(tools, [], version)
+        return Found(tools, [])
 
-    def _version(self, tools: Mapping[str, str]) -> str:
+    def version(self, tools: Mapping[str, str]) -> str:
+        """The compiler's version line (it runs, unconfined: the start-up check asks)."""
         done = subprocess.run(
             [tools[self.tools[0]], "--version"],
             capture_output=True,
@@ -167,12 +165,7 @@ class Rust(Toolchain):
         if cc is None:
             return "rustc needs a linker: no cc in /usr/bin"
         tools = {"rustc": rustc, "cc": os.path.realpath(cc)}
-        try:
-            version = self._version(tools)
-        except (OSError, subprocess.SubprocessError) as e:
-            return f"rustc does not run: {e}"
-        reads = [] if _under_system(sysroot) else [sysroot]
-        return Found(tools, reads, version)
+        return Found(tools, [] if _under_system(sysroot) else [sysroot])
 
 
 class Go(Toolchain):
@@ -196,9 +189,9 @@ class Go(Toolchain):
         if isinstance(found, str):
             return found
         root = os.path.dirname(os.path.dirname(found.tools["go"]))
-        return Found(found.tools, [] if _under_system(root) else [root], found.version)
+        return Found(found.tools, [] if _under_system(root) else [root])
 
-    def _version(self, tools: Mapping[str, str]) -> str:
+    def version(self, tools: Mapping[str, str]) -> str:
         done = subprocess.run(
             [tools["go"], "version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=True
         )
@@ -233,7 +226,7 @@ class Java(Toolchain):
         conf = os.path.realpath(os.path.join(home, "conf", "security", "java.security"))
         beyond = {home, os.path.dirname(os.path.dirname(conf))}
         reads = sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
-        return Found(found.tools, reads, found.version)
+        return Found(found.tools, reads)
 
     def source_name(self, source: str) -> str:
         public = _PUBLIC_CLASS.search(source)
@@ -249,7 +242,7 @@ class Java(Toolchain):
         argv = ["java", *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-cp", build_dir, main]
         return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
 
-    def _version(self, tools: Mapping[str, str]) -> str:
+    def version(self, tools: Mapping[str, str]) -> str:
         done = subprocess.run(
             [tools["javac"], "-version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=True
         )
@@ -285,9 +278,24 @@ def _under_system(path: str) -> bool:
     return any(path == d or path.startswith(d + "/") for d in ("/usr", "/bin", "/lib"))
 
 
-def discover(path: str, languages: Sequence[str] = tuple(TOOLCHAINS)) -> dict[str, Found | str]:
-    """Each language's toolchain found in `path` (a PATH string), or why not."""
-    return {language: TOOLCHAINS[language].discover(path) for language in languages}
+def discover(
+    path: str, languages: Sequence[str] = tuple(TOOLCHAINS), versions: bool = False
+) -> dict[str, Found | str]:
+    """Each language's toolchain found in `path` (a PATH string), or why not; with `versions`
+    each compiler is also run for its version (a JVM start for javac: the start-up check's)."""
+    found = {language: TOOLCHAINS[language].discover(path) for language in languages}
+    if versions:
+        for language, tools in found.items():
+            if isinstance(tools, Found):
+                found[language] = _with_version(TOOLCHAINS[language], tools)
+    return found
+
+
+def _with_version(toolchain: Toolchain, found: Found) -> Found | str:
+    try:
+        return Found(found.tools, found.reads, toolchain.version(found.tools))
+    except (OSError, subprocess.SubprocessError, IndexError) as e:
+        return f"{toolchain.tools[0]} does not run: {e}"
 
 
 def elf_interpreter(path: str) -> str | None:
@@ -366,7 +374,8 @@ _PCH_STAMP = "stamp"
 
 def _pch_stamp(cpp: Found) -> str:
     dialect = TOOLCHAINS["cpp"].dialects[0]
-    return f"{cpp.tools['g++']} {cpp.version} {' '.join(Cpp.pch_flags(dialect))}"
+    gxx = os.stat(cpp.tools["g++"])
+    return f"{cpp.tools['g++']} {gxx.st_size} {gxx.st_mtime_ns} {' '.join(Cpp.pch_flags(dialect))}"
 
 
 def found_to_json(found: Found) -> dict[str, object]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field, field_validator, model_validator
 
 from reward_service.errors import InvalidSetting, SandboxUnavailable
-from reward_service.sandbox.toolchains import TOOLCHAINS, Found, build_pch
+from reward_service.sandbox.toolchains import TOOLCHAINS, Found, build_pch, discover
 from reward_service.sandbox.zygote_client import parse_required_layers
 from reward_service.scorers.base import GradingLimits, ScorerSettings, StartupCheck
 
@@ -130,10 +130,10 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
             )
     required = bool(settings.required_layers)
     pch = _prepare_pch(settings)
+    toolchains = discover(settings.toolchain_path, sorted(settings.languages), versions=True)
     try:
         with sandbox_for(settings) as sandbox:
             layers = list(sandbox.layers)
-            toolchains = sandbox.toolchains
     except SandboxUnavailable as exc:
         if required:
             raise
@@ -153,8 +153,6 @@ def _prepare_pch(settings: CodeSettings) -> str:
     """The precompiled `bits/stdc++.h`, built (by the service's own g++) when missing."""
     if not settings.pch_dir or "cpp" not in settings.languages:
         return "off"
-    from reward_service.sandbox.toolchains import discover
-
     cpp = discover(settings.toolchain_path, ["cpp"])["cpp"]
     if not isinstance(cpp, Found):
         return f"off: {cpp}"
