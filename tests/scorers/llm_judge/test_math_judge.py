@@ -9,7 +9,7 @@ import pytest
 
 from reward_service.bench.chat_stand_in import ChatStandIn, completion
 from reward_service.scorers.base import GradingLimits, Score, ScoringInput, Status
-from reward_service.scorers.llm_judge.judge_scorers import MathJudgeScorer
+from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer, MathJudgeScorer
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
 
 RULE_SCORES = {
@@ -100,6 +100,25 @@ async def test_judge_failure_on_a_miss_is_judge_failed(stand_in: ChatStandIn) ->
     score, _ = await grade(stand_in, "\\boxed{four}")
     assert score.status is Status.JUDGE_FAILED
     assert score.details["rule"]["status"] == "wrong"
+
+
+async def test_judge_and_math_judge_share_one_endpoint(stand_in: ChatStandIn) -> None:
+    """With one set of settings both scorers ask one endpoint (one cap, one cache), which the
+    last of them to close closes."""
+    settings = JudgeSettings(base_url=stand_in.base_url, model="m")
+    limits = GradingLimits()
+    judge, math_judge = (
+        JudgeScorer(limits, settings),
+        MathJudgeScorer(limits, settings.model_copy()),
+    )
+    await judge.open()
+    await math_judge.open()
+    assert judge.endpoint is not None and judge.endpoint is math_judge.endpoint
+    shared = judge.endpoint
+    await judge.close()
+    assert await math_judge.judged("q", "4", "4", {}) is not None and shared._client is not None
+    await math_judge.close()
+    assert shared._client is None
 
 
 async def test_without_an_engine_the_rule_is_an_error() -> None:
