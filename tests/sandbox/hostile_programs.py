@@ -87,6 +87,8 @@ class Hostile:
     gate: str = ""
     """A capability the sandbox must bound before this runs at all (`fork`)."""
     tags: tuple[str, ...] = field(default=())
+    language: str = "python"
+    """The sandbox runner it is (`hostile_native` holds the C++ ones)."""
 
     def source(self, target: Target) -> str:
         return prelude(target) + textwrap.dedent(self.body)

@@ -35,6 +35,7 @@ from typing import Any
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
 from tests.sandbox import confine, platforms, procs
+from tests.sandbox.hostile_native import NATIVE
 from tests.sandbox.hostile_programs import (
     ACHIEVED,
     HEALTH,
@@ -163,10 +164,12 @@ class Harness:
             site=site.getsitepackages()[0],
         )
 
-    def run_one(self, source: str, stdin: bytes, limits: Limits) -> Outcome | str:
+    def run_one(
+        self, source: str, stdin: bytes, limits: Limits, language: str = "python"
+    ) -> Outcome | str:
         try:
             outcomes = self.sandbox.run(
-                Program("python", source), [stdin], limits, limits.time_s + 10
+                Program(language, source), [stdin], limits, limits.time_s + 20
             )
         except Exception as exc:  # the interface promises never to raise for a program
             return f"Sandbox.run raised {type(exc).__name__}: {exc}"
@@ -231,7 +234,7 @@ class Harness:
         scheduling_before = scheduling()
         limits = Limits(hostile.time_s, hostile.memory_mb, hostile.output_bytes)
         with Sampler().watching() as sampler:
-            outcome = self.run_one(hostile.source(target), b"", limits)
+            outcome = self.run_one(hostile.source(target), b"", limits, hostile.language)
         if isinstance(outcome, str):
             self.emit("program", name=hostile.name, holes=[outcome])
             return
@@ -355,8 +358,9 @@ def main() -> int:
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
     from reward_service.sandbox.zygote_client import ZygoteSandbox
+    from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
 
-    sandbox = ZygoteSandbox(scratch_mb=SCRATCH_MB)
+    sandbox = ZygoteSandbox(SCRATCH_MB, (), DEFAULT_TOOLCHAIN_PATH, ["cpp"])
     harness = Harness(sandbox, args.results)
     try:
         harness.emit("layers", layers=list(sandbox.layers), profile=args.profile)
@@ -372,7 +376,7 @@ def main() -> int:
             harness.emit("health", problem=problem)
             return 1
         harness.snapshot_baseline()
-        for hostile in PROGRAMS:
+        for hostile in (*PROGRAMS, *NATIVE):
             if args.only is None or hostile.name in args.only:
                 harness.attack(hostile, gates)
         harness.late_checks()

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.sandbox import confine
+from tests.sandbox.hostile_native import NATIVE
 from tests.sandbox.hostile_programs import PROGRAMS
 from tests.sandbox.platforms import PROFILES
 
@@ -24,11 +25,11 @@ def main(root: Path) -> None:
             layers.setdefault(profile, (events.get("layers") or [{}])[0].get("layers"))
             for event in events.get("program", []):
                 table.setdefault(str(event["name"]), {}).setdefault(profile, event)
-    width = max(len(p.name) for p in PROGRAMS) + 2
+    width = max(len(p.name) for p in (*PROGRAMS, *NATIVE)) + 2
     print("layers:", *(f"{profile}={layers.get(profile)}" for profile in PROFILES), sep="\n  ")
     print("".ljust(width) + "".join(profile[:16].ljust(17) for profile in PROFILES))
     holes = []
-    for program in PROGRAMS:
+    for program in (*PROGRAMS, *NATIVE):
         row = table.get(program.name, {})
         cells = []
         for profile in PROFILES:
