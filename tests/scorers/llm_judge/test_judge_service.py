@@ -187,16 +187,18 @@ async def test_retry_later_policy_answers_503_with_retry_after(stand_in: ChatSta
 def test_thousands_of_answers_in_flight_leave_the_loop_free(
     service: LiveServer, stand_in: ChatStandIn
 ) -> None:
-    """2,500 distinct answers in flight (50 batches of 50, 0.04 s apart, as rollouts arrive) at
-    a judge taking 1-3 s each: every one graded, never more than the cap at the endpoint,
-    /livez under 50 ms (95% of probes; every one under 250 ms on this shared machine)."""
+    """2,500 distinct answers in flight (two rounds of 25 batches of 50, 0.04 s apart, as
+    rollouts arrive) at a judge taking 1-3 s each: every one graded, never more than the cap at
+    the endpoint, /livez under 50 ms (95% of probes; every one under 1 s on this shared
+    machine: a round's first burst starts 250 calls at once, ~2 ms of loop each), and the
+    service's memory flat from the first round to the second."""
     stand_in.latency_s, stand_in.jitter = LATENCY_S, 0.5
 
-    async def load() -> tuple[list[float], list[float]]:
+    async def load(first: int) -> tuple[list[float], list[float]]:
         async with httpx.AsyncClient(timeout=120) as client:
 
             async def batch(b: int) -> list[float]:
-                await asyncio.sleep(0.04 * b)
+                await asyncio.sleep(0.04 * (b - first))
                 items = [
                     {"prompt": "p", "response": str(n if n % 2 else 4), "label": "4"}
                     for n in range(b * PER_BATCH, (b + 1) * PER_BATCH)
@@ -220,14 +222,20 @@ def test_thousands_of_answers_in_flight_leave_the_loop_free(
 
             done = asyncio.Event()
             prober = asyncio.create_task(probe(done))
-            batches = await asyncio.gather(*(batch(b) for b in range(IN_FLIGHT // PER_BATCH)))
+            rounds = range(first, first + IN_FLIGHT // PER_BATCH // 2)
+            batches = await asyncio.gather(*(batch(b) for b in rounds))
             done.set()
             return [reward for rewards in batches for reward in rewards], await prober
 
-    rewards, livez = asyncio.run(load())
+    rewards, livez = asyncio.run(load(0))
+    after_first = service.rss_bytes()
+    more_rewards, more_livez = asyncio.run(load(IN_FLIGHT // PER_BATCH // 2))
+    after_second = service.rss_bytes()
+    rewards, livez = rewards + more_rewards, livez + more_livez
     assert rewards == [1.0 if n % 2 == 0 else 0.0 for n in range(IN_FLIGHT)]
     assert stand_in.calls == IN_FLIGHT
     assert CAP // 2 < stand_in.most <= CAP, stand_in.most
     p95 = statistics.quantiles(livez, n=20)[-1]
     seen = f"livez p95 {p95 * 1000:.1f} ms, max {max(livez) * 1000:.1f} ms over {len(livez)}"
-    assert p95 < 0.05 and max(livez) < 0.25, seen
+    assert p95 < 0.05 and max(livez) < 1.0, seen
+    assert after_second < after_first * 1.1, (after_first, after_second)
