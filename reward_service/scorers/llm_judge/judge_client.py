@@ -253,25 +253,34 @@ async def _count_attempt(request: object) -> None:
         attempts[0] += 1
 
 
-_shared: dict[JudgeSettings, tuple[JudgeEndpoint, int]] = {}
+_shared: dict[str, tuple[JudgeEndpoint, int]] = {}
+"""Open endpoints and their users, by `_identity` of their settings."""
+
+
+def _identity(settings: JudgeSettings) -> str:
+    """Equal for equal settings, the key included (kept in memory only, never shown)."""
+    fields = {**settings.model_dump(mode="json"), "models": sorted(settings.models)}
+    return json.dumps([fields, settings.key()], sort_keys=True)
 
 
 async def acquire(settings: JudgeSettings) -> JudgeEndpoint:
     """The endpoint these settings describe, opened by its first user."""
-    endpoint, users = _shared.get(settings, (None, 0))
+    identity = _identity(settings)
+    endpoint, users = _shared.get(identity, (None, 0))
     if endpoint is None:
         endpoint = JudgeEndpoint(settings)
         await endpoint.open()
-    _shared[settings] = (endpoint, users + 1)
+    _shared[identity] = (endpoint, users + 1)
     return endpoint
 
 
 async def release(settings: JudgeSettings) -> None:
     """One user less; the last one closes the endpoint."""
-    endpoint, users = _shared.pop(settings, (None, 0))
+    identity = _identity(settings)
+    endpoint, users = _shared.pop(identity, (None, 0))
     if endpoint is None:
         return
     if users > 1:
-        _shared[settings] = (endpoint, users - 1)
+        _shared[identity] = (endpoint, users - 1)
     else:
         await endpoint.close()

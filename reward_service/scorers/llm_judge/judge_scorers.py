@@ -40,8 +40,9 @@ from reward_service.scorers.llm_judge.judge_prompt import (
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
 from reward_service.scorers.math_verify.scorer import EXTRACTION_MODES
 
-BUILT_IN = "equivalence"
-"""The name of our own template; `template_file` replaces it."""
+DEFAULT_TEMPLATE = "default"
+"""The `template` option's name for the prompt used when none is asked: ours, or
+`template_file`'s."""
 PARTIAL_REWARDS = {"zero": 0.0, "half": 0.5, "full": 1.0}
 """Option `partial`: the reward of a `PARTIAL` verdict."""
 JUDGE_ON = {
@@ -53,12 +54,16 @@ JUDGE_ON = {
 RULE = "math_verify"
 
 
-def load_template(settings: JudgeSettings) -> string.Template:
-    """The prompt template: the file's when set, else ours; `TemplateError`/`OSError` if bad."""
-    text = EQUIVALENCE_TEMPLATE
-    if settings.template_file is not None:
-        text = settings.template_file.read_text(encoding="utf-8")
-    return check_template(text)
+def load_templates(settings: JudgeSettings) -> dict[str, string.Template]:
+    """The prompt templates by name: `default` (the file's when set, else ours) and the named
+    ones; `TemplateError` or `OSError` for one that cannot be used."""
+    files = {DEFAULT_TEMPLATE: settings.template_file, **settings.templates}
+    return {
+        name: check_template(
+            EQUIVALENCE_TEMPLATE if path is None else path.read_text(encoding="utf-8")
+        )
+        for name, path in files.items()
+    }
 
 
 class JudgeScorer(AsyncScorer):
@@ -72,6 +77,7 @@ class JudgeScorer(AsyncScorer):
     """Answers waiting on the judge may be many (cache hits need no call); the endpoint's
     own cap is `REWARD_JUDGE__CONCURRENCY`."""
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        "template": None,
         "model": None,
         "partial": frozenset(PARTIAL_REWARDS),
     }
@@ -82,7 +88,7 @@ class JudgeScorer(AsyncScorer):
         super().__init__(limits, settings)
         assert isinstance(self.settings, JudgeSettings)
         self.judge_settings: JudgeSettings = self.settings
-        self.template = load_template(self.settings)
+        self.templates = load_templates(self.settings)
         self.endpoint: JudgeEndpoint | None = None
 
     @classmethod
@@ -91,7 +97,7 @@ class JudgeScorer(AsyncScorer):
     ) -> StartupCheck | None:
         assert isinstance(settings, JudgeSettings)
         try:
-            load_template(settings)
+            load_templates(settings)
             settings.key()
         except (OSError, TemplateError) as exc:
             raise InvalidSetting(f"judge settings: {exc}") from None
@@ -153,12 +159,15 @@ class JudgeScorer(AsyncScorer):
         partial = PARTIAL_REWARDS.get(str(options.get("partial", "zero")))
         if partial is None:
             return Score.error(f"option partial takes one of {', '.join(PARTIAL_REWARDS)}")
+        template = self.templates.get(str(options.get("template", DEFAULT_TEMPLATE)))
+        if template is None:
+            return Score.error(f"option template takes one of {', '.join(sorted(self.templates))}")
         assert isinstance(model, str) and self.endpoint is not None
         reference = golds[0] if len(golds) == 1 else "any one of: " + " ; ".join(golds)
         question = question_text(prompt)
-        key = (self.template.template, model, question, reference, answer)
+        key = (template.template, model, question, reference, answer)
         outcome = await self.endpoint.judge(
-            key, render(self.template, question, reference, answer), model
+            key, render(template, question, reference, answer), model
         )
         return self._score(outcome, partial, details)
 

@@ -53,6 +53,10 @@ class JudgeSettings(ScorerSettings):
     template_file: Path | None = Field(
         None, description="A prompt template replacing the built-in one ($question, ...)."
     )
+    templates: dict[str, Path] = Field(
+        default_factory=dict,
+        description="More prompt templates by name, for an answer's `template` option.",
+    )
     max_answer_chars: int = Field(
         4000, ge=1, description="The final answer's tail sent to the judge, in characters."
     )

@@ -288,12 +288,30 @@ async def test_model_option_picks_only_a_listed_model(stand_in: ChatStandIn) -> 
 async def test_template_file_replaces_the_built_in_prompt(
     stand_in: ChatStandIn, tmp_path: Path
 ) -> None:
-    """A template file is the prompt, its placeholders filled; it is part of the cache key."""
+    """A template file is the prompt, its placeholders filled."""
     template = tmp_path / "judge.txt"
     template.write_text("Gold: $reference\nSaid: $answer\nVERDICT: CORRECT or INCORRECT?")
     async with judge(stand_in, template_file=template) as scorer:
         await grade(scorer, "four")
     assert stand_in.requests[0]["messages"][0]["content"].startswith("Gold: 4\nSaid: four\n")
+
+
+async def test_template_option_picks_a_named_template(
+    stand_in: ChatStandIn, tmp_path: Path
+) -> None:
+    """Option `template` picks one of `templates` by name (`default` is the usual prompt); each
+    template is its own cache key; a name not configured is `error`, without a call."""
+    short = tmp_path / "short.txt"
+    short.write_text("Is $answer the same as $reference? VERDICT: CORRECT or INCORRECT")
+    async with judge(stand_in, templates={"short": short}) as scorer:
+        named = await grade(scorer, template="short")
+        default = await grade(scorer, template="default")
+        unknown = await grade(scorer, template="/etc/passwd")
+    prompts = [r["messages"][0]["content"] for r in stand_in.requests]
+    assert prompts[0].startswith("Is 4 the same as 4?") and "Reference answer:" in prompts[1]
+    assert named.details["cache"] == default.details["cache"] == "miss"
+    assert unknown.status is Status.ERROR and "default, short" in unknown.details["reason"]
+    assert stand_in.calls == 2
 
 
 def test_start_up_check_refuses_bad_settings_and_shows_no_secret(
@@ -305,6 +323,7 @@ def test_start_up_check_refuses_bad_settings_and_shows_no_secret(
     bad.write_text("$answer alone")
     for fields in (
         {"template_file": bad},
+        {"templates": {"other": bad}},
         {"api_key": None, "api_key_file": tmp_path / "missing"},
         {"deadline_s": 60.0},
     ):
