@@ -2,6 +2,10 @@
 #
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
+# With the compilers and runtimes the code scorer grades besides Python (any of
+# cpp, java, go, js, rust; docs/code.md gives each one's size):
+#   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
+#     -t reward-service:0.1.0-langs .
 # With the reward-model extra (pulls torch; the CPU-only wheel index keeps CUDA out:
 # its `+cpu` builds rank above PyPI's CUDA ones of the same version):
 #   docker build -f reward_service.Dockerfile --build-arg EXTRAS=rm \
@@ -34,6 +38,10 @@ FROM ${PYTHON_IMAGE} AS runtime
 ARG EXTRAS=""
 # A wheel index consulted besides PyPI for the extras only (see the top).
 ARG EXTRAS_INDEX_URL=""
+# Languages of the code scorer beyond Python, comma-separated, of cpp, java, go, js, rust
+# (Debian's g++, OpenJDK 17, Go, Node.js, rustc). Empty: none, so the default image
+# has no compiler and keeps its size.
+ARG LANGS=""
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 # Declared again for the label, taking the value given before the first FROM: a
@@ -67,7 +75,30 @@ RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     && groupadd --system --gid 10001 reward \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
        --shell /usr/sbin/nologin reward
-# Only now: inside the RUN above, `python` must still be the base image's (with pip).
+# The toolchains LANGS asks for, from Debian; with cpp, the precompiled bits/stdc++.h
+# that the code scorer's C++ builds use, made now (the root filesystem is read-only
+# in the pod) beside the venv, where the sandbox's runs may read.
+# Versions are Debian bookworm's, which its security updates move: not pinned.
+# hadolint ignore=DL3008
+RUN if [ -n "${LANGS}" ]; then \
+      packages=""; set -f; IFS=,; \
+      for lang in ${LANGS}; do \
+        case "${lang}" in \
+          cpp) packages="${packages} g++ libc6-dev" ;; \
+          java) packages="${packages} openjdk-17-jdk-headless" ;; \
+          go) packages="${packages} golang-go" ;; \
+          js) packages="${packages} nodejs" ;; \
+          rust) packages="${packages} rustc" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust)" >&2; exit 1 ;; \
+        esac; \
+      done; \
+      unset IFS; set +f; \
+      apt-get update \
+      && apt-get install -y --no-install-recommends ${packages} \
+      && rm -rf /var/lib/apt/lists/* \
+      && /opt/venv/bin/python -c "from reward_service.scorers.code.code_settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))"; \
+    fi
+# Only now: inside the RUNs above, `python` must still be the base image's (with pip).
 ENV PATH=/opt/venv/bin:$PATH
 
 USER 10001:10001

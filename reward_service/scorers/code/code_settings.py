@@ -129,7 +129,7 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
                 f"({limits.worker_memory_mb}): a run inherits its worker's address-space cap"
             )
     required = bool(settings.required_layers)
-    pch = _prepare_pch(settings)
+    pch = prepare_pch(settings)
     toolchains = discover(settings.toolchain_path, sorted(settings.languages), versions=True)
     try:
         with sandbox_for(settings) as sandbox:
@@ -149,7 +149,7 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
     return StartupCheck(True, summary, required, details)
 
 
-def _prepare_pch(settings: CodeSettings) -> str:
+def prepare_pch(settings: CodeSettings) -> str:
     """The precompiled `bits/stdc++.h`, built (by the service's own g++) when missing."""
     if not settings.pch_dir or "cpp" not in settings.languages:
         return "off"
