@@ -148,11 +148,13 @@ class JudgeEndpoint:
     async def _ask(self, prompt: str, model: str) -> Outcome:
         """One answer's call under its deadline: every wait and retry counts."""
         started = time.monotonic()
+        attempts = [0]
+        _attempts.set(attempts)  # this task's own context: the call's attempts count here
         try:
             outcome = await asyncio.wait_for(self._call(prompt, model), self.settings.deadline_s)
         except TimeoutError:
             self.breaker.failed()
-            outcome = self._failed("deadline", calls=1)
+            outcome = self._failed("deadline", attempts[0])
         return replace(outcome, seconds=time.monotonic() - started, circuit=self.breaker.state)
 
     async def _call(self, prompt: str, model: str) -> Outcome:
@@ -185,8 +187,7 @@ class JudgeEndpoint:
     async def _request(self, client: openai.AsyncOpenAI, prompt: str, model: str) -> Outcome:
         """One chat completion, posted with the client's own `post` (the typed `create` costs
         ~1 ms of the loop per call transforming its arguments) and read by hand, strictly."""
-        attempts = [0]
-        counting = _attempts.set(attempts)
+        attempts = _attempts.get()
         body = {
             "model": model,
             "messages": [{"role": "user", "content": prompt}],
@@ -206,8 +207,6 @@ class JudgeEndpoint:
             kind = "server_error" if code >= 500 else "refused"
             kind = "bad_request" if code in (400, 413, 422) else kind
             return self._failed(kind, attempts[0], exc.response)
-        finally:
-            _attempts.reset(counting)
         try:
             completion = json.loads(raw)
             content = completion["choices"][0]["message"]["content"]

@@ -142,6 +142,7 @@ async def test_slow_drip_is_cut_by_the_answer_deadline(stand_in: ChatStandIn) ->
         started = time.monotonic()
         score = await grade(scorer)
     assert score.status is Status.JUDGE_FAILED and score.details["judge"]["failure"] == "deadline"
+    assert score.details["judge"]["calls"] == 1
     assert time.monotonic() - started < 5
 
 
@@ -241,6 +242,7 @@ async def test_requests_per_minute_budget_holds_calls_back(stand_in: ChatStandIn
         scores = [await grade(scorer, str(n)) for n in range(3)]
     assert [s.status for s in scores] == [Status.WRONG, Status.WRONG, Status.JUDGE_FAILED]
     assert scores[-1].details["judge"]["failure"] == "deadline"
+    assert scores[-1].details["judge"]["calls"] == 0, "it never left the budget's queue"
     assert stand_in.calls == 2
 
 
