@@ -243,10 +243,11 @@ class Java(Toolchain):
         return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
 
     def version(self, tools: Mapping[str, str]) -> str:
-        done = subprocess.run(
-            [tools["javac"], "-version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=True
-        )
-        return (done.stdout or done.stderr).decode(errors="replace").strip()
+        """The JDK's `release` file's version (`javac -version` would start a JVM)."""
+        home = os.path.dirname(os.path.dirname(tools["javac"]))
+        with open(os.path.join(home, "release")) as f:
+            fields = dict(line.strip().partition("=")[::2] for line in f if "=" in line)
+        return f"javac {fields['JAVA_VERSION'].strip(chr(34))}"
 
 
 class JavaScript(Toolchain):
@@ -294,7 +295,7 @@ def discover(
 def _with_version(toolchain: Toolchain, found: Found) -> Found | str:
     try:
         return Found(found.tools, found.reads, toolchain.version(found.tools))
-    except (OSError, subprocess.SubprocessError, IndexError) as e:
+    except (OSError, subprocess.SubprocessError, IndexError, KeyError) as e:
         return f"{toolchain.tools[0]} does not run: {e}"
 
 
