@@ -8,6 +8,10 @@ server counts calls and the most in progress at once. By default it answers
 after `latency_s`, at most `capacity` requests at a time (the rest queue, as on
 a model server), with a verdict read from the prompt: `VERDICT: CORRECT` when
 the candidate's final answer equals the reference, else `VERDICT: INCORRECT`.
+`GET <base URL>/stats` answers its counts, for a stand-in run as a process of its own
+(`python -m reward_service.bench.chat_stand_in LATENCY_S [JITTER]` prints its
+base URL, then serves until killed), where a load test must not share the
+interpreter of what it measures.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import random
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -156,6 +161,10 @@ class ChatStandIn:
         """One request and its reply; False when the connection is to close."""
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = (lines[0] + "  ").split(" ", 2)
+        if method == "GET" and path.endswith("/stats"):
+            stats = {"calls": self.calls, "most": self.most}
+            return await self._send(writer, Reply(body=json.dumps(stats).encode()))
         headers = {
             name.strip().lower(): value.strip()
             for name, _, value in (line.partition(":") for line in lines[1:] if line)
@@ -207,3 +216,14 @@ def chat_stand_in(
         yield server
     finally:
         server.stop()
+
+
+def main(argv: list[str]) -> None:
+    """Serve a stand-in of latency `argv[0]` and jitter `argv[1]` until killed."""
+    server = ChatStandIn(float(argv[0]), jitter=float(argv[1]) if len(argv) > 1 else 0.0).start()
+    print(server.base_url, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
