@@ -151,11 +151,14 @@ class ChatStandIn:
             self._loop.close()
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            while await self._exchange(reader, writer):
-                pass
-        with contextlib.suppress(ConnectionError):
+        try:
+            with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+                while await self._exchange(reader, writer):
+                    pass
+        finally:  # cancelled at shutdown too: every connection is closed before the loop
             writer.close()
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+                await writer.wait_closed()
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """One request and its reply; False when the connection is to close."""
