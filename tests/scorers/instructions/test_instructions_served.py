@@ -41,3 +41,13 @@ def test_unknown_instruction_is_an_error_naming_it(server: LiveServer) -> None:
     answer = httpx.post(f"{server.url}/score/ifbench?detail=1", json=body, timeout=30).json()
     assert answer["status"] == "error"
     assert "no:such" in answer["reason"]
+
+
+def test_scorers_lists_the_start_up_checks(server: LiveServer) -> None:
+    """GET /scorers reports both scorers' checks: their checker counts and what lacks data."""
+    checks = httpx.get(f"{server.url}/scorers", timeout=30).json()["checks"]
+    assert (checks["ifeval"]["instructions"], checks["ifbench"]["instructions"]) == (25, 58)
+    for name in ("ifeval", "ifbench"):
+        assert checks[name]["ok"] == (not checks[name]["missing_data"])
+        for instruction in checks[name].get("unavailable", []):
+            assert instruction in checks[name]["summary"]
