@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from reward_service.scorers.base import JSON, Status
+from reward_service.scorers.base import JSON, GradingLimits, Status
 from reward_service.scorers.instructions import checkers
 from reward_service.scorers.instructions.instruction_scorers import (
     IfBenchScorer,
@@ -115,7 +115,7 @@ def test_an_empty_response_is_no_answer() -> None:
     assert (result.reward, result.status) == (0.0, Status.NO_ANSWER)
 
 
-def test_missing_nltk_data_is_an_error_and_a_failed_startup_check() -> None:
+def test_missing_nltk_data_is_an_error_naming_it() -> None:
     """An instruction whose NLTK data is absent grades error naming it; the check lists it."""
     loaded = checkers.load("ifbench")
     without = checkers.Checkers("ifbench", loaded.registry, frozenset({"stopwords"}))
@@ -129,11 +129,12 @@ def test_missing_nltk_data_is_an_error_and_a_failed_startup_check() -> None:
 
 def test_startup_check_reports_the_instructions_without_data() -> None:
     """The start-up check counts the checkers and names each instruction its data lacks."""
-    check = IfBenchScorer.startup_check(None, None)  # type: ignore[arg-type]
+    check = IfBenchScorer.startup_check(None, GradingLimits())
     assert check is not None and check.details["instructions"] == 58
     for instruction in check.details.get("unavailable", []):
         assert instruction in check.summary
-    assert IfEvalScorer.startup_check(None, None).details["instructions"] == 25  # type: ignore[arg-type, union-attr]
+    ifeval = IfEvalScorer.startup_check(None, GradingLimits())
+    assert ifeval is not None and ifeval.details["instructions"] == 25
 
 
 def test_unavailable_checkers_grade_as_errors() -> None:
