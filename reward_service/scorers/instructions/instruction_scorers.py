@@ -37,6 +37,7 @@ from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_
 
 THINK_END = "</think>"
 REWARDS = frozenset({"strict", "loose", "partial", "partial_loose"})
+THINK_MODES = frozenset({"after", "keep"})
 
 
 def graded_part(response: str, think: str) -> str:
@@ -51,7 +52,7 @@ class InstructionScorer(Scorer):
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
         **dict.fromkeys(FIELDS),
         "reward": REWARDS,
-        "think": frozenset({"after", "keep"}),
+        "think": THINK_MODES,
     }
 
     def __init__(
@@ -103,7 +104,9 @@ class InstructionScorer(Scorer):
             return Score.error("response is not a string")
         reward = options.get("reward", "strict")
         think = options.get("think", "after")
-        if not (isinstance(reward, str) and reward in REWARDS and think in ("after", "keep")):
+        if not all(isinstance(v, str) for v in (reward, think)) or not (
+            reward in REWARDS and think in THINK_MODES
+        ):
             return Score.error(f"unknown option value: reward={reward!r}, think={think!r}")
         instructions = read_instructions(label, options)
         if instructions is None:

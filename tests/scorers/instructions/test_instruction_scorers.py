@@ -143,3 +143,15 @@ def test_unavailable_checkers_grade_as_errors() -> None:
     scorer._checkers = "ifeval checkers unavailable: no module"
     result = scorer.score("", "text", TWO, {})
     assert result.status == Status.ERROR and "no module" in result.details["reason"]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"reward": "nope"}, {"reward": ["strict"]}, {"think": "drop"}, {"think": {"a": 1}}],
+    ids=["unknown-reward", "list-reward", "unknown-think", "object-think"],
+)
+def test_an_option_value_it_cannot_use_is_an_error(options: Mapping[str, JSON]) -> None:
+    """A label object's option value that is not one the scorer takes grades as an error."""
+    result = IFEVAL.score("", "all fine here", TWO, options)
+    assert (result.reward, result.status) == (0.0, Status.ERROR)
+    assert "unknown option value" in result.details["reason"]
