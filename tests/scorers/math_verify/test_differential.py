@@ -6,8 +6,11 @@ against `plain_grade_any`.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from collections import Counter
 from collections.abc import Callable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -21,6 +24,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 FINAL: Mapping[str, JSON] = {}
 ANY: Mapping[str, JSON] = {"extraction": "any"}
+_CORES = min(len(os.sched_getaffinity(0)), 4)
 
 
 def _disagreements(
@@ -30,8 +34,27 @@ def _disagreements(
 ) -> tuple[list[str], Counter[str]]:
     """Cases where the service's reward or read answer differs from plain math_verify's.
 
-    As in the service: `screen` first (in the server), then `score` (in a worker).
+    The cases are split across the machine's cores (each chunk graded as `_grade_chunk`
+    says), so thousands of them cost what a few hundred did on one core.
     """
+    chunks = [cases[i::_CORES] for i in range(_CORES)]
+    wrong: list[str] = []
+    paths: Counter[str] = Counter()
+    with ProcessPoolExecutor(_CORES, mp_context=multiprocessing.get_context("fork")) as pool:
+        for chunk_wrong, chunk_paths in pool.map(
+            _grade_chunk, chunks, [options] * _CORES, [reference] * _CORES
+        ):
+            wrong += chunk_wrong
+            paths += chunk_paths
+    return wrong, paths
+
+
+def _grade_chunk(
+    cases: list[Case],
+    options: Mapping[str, JSON],
+    reference: Callable[[Case], tuple[float, str | None]],
+) -> tuple[list[str], Counter[str]]:
+    """As in the service: `screen` first (in the server), then `score` (in a worker)."""
     scorer = MathVerifyScorer(GradingLimits(cache_size=256))
     wrong: list[str] = []
     paths: Counter[str] = Counter()
