@@ -103,7 +103,8 @@ class JudgeEndpoint:
         self.most_in_flight = 0
 
     async def open(self) -> None:
-        if self.settings.base_url:
+        """The client, when there is an endpoint to call (a base URL and a model)."""
+        if self.settings.base_url and self.settings.model:
             self._client = openai.AsyncOpenAI(
                 base_url=self.settings.base_url,
                 api_key=self.settings.key(),

@@ -257,16 +257,17 @@ async def test_tokens_per_minute_budget_counts_prompt_and_reply(stand_in: ChatSt
 
 
 async def test_no_endpoint_is_judge_failed_and_an_optional_failed_check() -> None:
-    """Without a base URL nothing is called: answers are `judge_failed` (`not_configured`) and
-    the start-up check fails without stopping the service."""
+    """Without a base URL or a model nothing is called: answers are `judge_failed`
+    (`not_configured`) and the start-up check fails without stopping the service."""
     blank = JudgeSettings()
     check = JudgeScorer.startup_check(blank, LIMITS)
     assert check is not None and not check.ok and not check.required
-    scorer = JudgeScorer(LIMITS, blank)
-    await scorer.open()
-    score = await grade(scorer)
-    await scorer.close()
-    assert score.details["judge"]["failure"] == "not_configured"
+    for settings in (blank, JudgeSettings(base_url="http://127.0.0.1:9/v1")):
+        scorer = JudgeScorer(LIMITS, settings)
+        await scorer.open()
+        score = await grade(scorer)
+        await scorer.close()
+        assert score.details["judge"]["failure"] == "not_configured"
 
 
 async def test_answer_without_a_final_part_or_label_is_never_sent(stand_in: ChatStandIn) -> None:
