@@ -24,7 +24,6 @@ def test_the_scorer_and_the_plain_side_give_the_expected_rewards() -> None:
     """The ifeval scorer and if-verifiable's own API both grade every answer as it is labelled."""
     items = instruction_workload(5, 48)
     scorer = IfEvalScorer()
-    scorer.open()
     warm_plain()
     assert [scorer.score("", i["response"], i["label"], {}).reward for i in items] == [
         i["expected"] for i in items

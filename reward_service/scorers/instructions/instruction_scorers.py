@@ -59,14 +59,18 @@ class InstructionScorer(Scorer):
         self, limits: GradingLimits | None = None, settings: ScorerSettings | None = None
     ) -> None:
         super().__init__(limits, settings)
-        self._checkers: Checkers | str = "checkers not loaded"
+        self._checkers: Checkers | str | None = None
 
-    def open(self) -> None:
-        try:
-            self._checkers = load(self.benchmark)
-            warm()
-        except ChecksUnavailable as exc:
-            self._checkers = f"{self.benchmark} checkers unavailable: {exc}"
+    def checkers(self) -> Checkers | str:
+        """The checkers, loaded by this worker's first instruction answer (~1 s, ~125 MiB:
+        a worker that never grades one pays neither), or why they cannot be."""
+        if self._checkers is None:
+            try:
+                self._checkers = load(self.benchmark)
+                warm()
+            except ChecksUnavailable as exc:
+                self._checkers = f"{self.benchmark} checkers unavailable: {exc}"
+        return self._checkers
 
     @classmethod
     def startup_check(
@@ -98,8 +102,9 @@ class InstructionScorer(Scorer):
         )
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if isinstance(self._checkers, str):
-            return Score.error(self._checkers)
+        checkers = self.checkers()
+        if isinstance(checkers, str):
+            return Score.error(checkers)
         if not isinstance(response, str):
             return Score.error("response is not a string")
         reward = options.get("reward", "strict")
@@ -115,7 +120,7 @@ class InstructionScorer(Scorer):
         if not text.strip():
             return Score.no_answer("empty response", record_id=instructions.record_id)
         try:
-            followed = follow(self._checkers, instructions, text)
+            followed = follow(checkers, instructions, text)
         except CannotCheck as exc:
             return Score.error(str(exc), record_id=instructions.record_id)
         passed = [f.loose if reward in ("loose", "partial_loose") else f.strict for f in followed]

@@ -11,18 +11,9 @@ from reward_service.scorers.instructions import checkers
 from reward_service.scorers.instructions.instruction_scorers import (
     IfBenchScorer,
     IfEvalScorer,
-    InstructionScorer,
 )
 
-
-def _opened(cls: type[InstructionScorer]) -> InstructionScorer:
-    scorer = cls()
-    scorer.open()
-    return scorer
-
-
-IFEVAL = _opened(IfEvalScorer)
-IFBENCH = _opened(IfBenchScorer)
+IFEVAL = IfEvalScorer()
 
 LOWER = "change_case:english_lowercase"
 COMMA = "punctuation:no_comma"

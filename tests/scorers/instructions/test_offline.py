@@ -33,8 +33,6 @@ _GUARDED = textwrap.dedent(
 
     scorers = {"ifeval": IfEvalScorer(), "ifbench": IfBenchScorer()}
     statuses = {}
-    for scorer in scorers.values():
-        scorer.open()
     for benchmark, instruction, kwargs, follows, _ in json.loads(sys.stdin.read()):
         label = {"instruction_id_list": [instruction], "kwargs": [kwargs]}
         score = scorers[benchmark].score("", follows, label, {})
