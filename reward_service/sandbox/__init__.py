@@ -21,8 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-LANGUAGES = ("python", "cpp", "java", "go", "javascript", "rust")
-"""The runners a `Program.language` may name (all but python: `toolchains.TOOLCHAINS`)."""
+from reward_service.sandbox.toolchains import TOOLCHAINS
+
+LANGUAGES = ("python", *TOOLCHAINS)
+"""The runners a `Program.language` may name: python, and the compiled languages
+(`toolchains.TOOLCHAINS`: cpp, java, go, javascript, rust)."""
 
 LAYERS = (
     "process",

@@ -307,7 +307,7 @@ class Zygote:
         kept = self.builds.pop(key, None)
         if kept is not None:
             self.builds[key] = kept
-            return dataclasses.replace(kept, reply={**kept.reply, "kept": True})
+            return kept
         while len(self.builds) >= BUILDS_KEPT:
             remove_tree(self.builds.pop(next(iter(self.builds))).directory)
         source_name = toolchain.source_name(bytes(source).decode("utf-8", "replace"))
@@ -335,7 +335,7 @@ class Zygote:
         reply, seen = self.run(step, source, memoryview(b""), keep)
         message = bytes(seen.stdout.head(BUILD_MESSAGE))
         seen.close()
-        build = Build(directory, source_name, {**reply, "kept": False}, message)
+        build = Build(directory, source_name, reply, message)
         if reply["kind"] == "ok":
             self.builds[key] = build
         else:
@@ -531,7 +531,7 @@ def _read_paths(toolchains: list[str]) -> list[str]:
 
 def _failed_build(message: str) -> Build:
     reply = {"kind": "runtime_error", "exit_code": None, "elapsed_s": 0.0, "confinement": None}
-    return Build("", "", {**reply, "kept": False}, message.encode()[:BUILD_MESSAGE])
+    return Build("", "", reply, message.encode()[:BUILD_MESSAGE])
 
 
 def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> None:

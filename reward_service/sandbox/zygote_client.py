@@ -382,7 +382,7 @@ def _outcome(reply: protocol.Message, payload: bytes, limits: Limits) -> Outcome
 def _build_outcome(reply: protocol.Message, payload: bytes) -> Outcome:
     """A build's reply, checked as a run's is; its payload is the head of its messages."""
     fields = {**reply, "stdout_bytes": 0, "stderr_bytes": len(payload)}
-    checked = _outcome(fields, payload, Limits(1.0, 1, 1))
+    checked = _outcome(fields, payload, Limits(0.0, 0, 0))  # a build answers no stdout
     stderr = checked.stderr if reply.get("confinement") else payload.decode("utf-8", "replace")
     return Outcome(checked.kind, b"", stderr, checked.exit_code, checked.elapsed_s)
 

@@ -29,6 +29,28 @@ def test_last_program_is_the_last_closed_python_block(response: str, source: str
 
 
 @pytest.mark.parametrize(
+    ("word", "language"),
+    [
+        ("cpp", "cpp"),
+        ("C++", "cpp"),
+        ("cxx", "cpp"),
+        ("java", "java"),
+        ("go", "go"),
+        ("golang", "go"),
+        ("js", "javascript"),
+        ("javascript", "javascript"),
+        ("node", "javascript"),
+        ("rust", "rust"),
+        ("rs", "rust"),
+    ],
+)
+def test_the_fence_word_names_a_compiled_language(word: str, language: str) -> None:
+    """`cpp`, `c++`, `java`, `go`, `js`, `rust` and their like pick the compiled runners."""
+    response = f"```python\nprint(1)\n```\n```{word}\nint main() {{}}\n```\n```text\n1\n```"
+    assert last_program(response) == Extracted(language, "int main() {}\n")
+
+
+@pytest.mark.parametrize(
     "response",
     [
         "print(1)",

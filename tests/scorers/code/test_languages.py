@@ -14,7 +14,7 @@ import pytest
 
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Status
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
 from reward_service.scorers.code.judge import CodeScorer
 
 SETTINGS = CodeSettings()
@@ -161,6 +161,15 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
     assert (score.reward, score.status) == (0.0, Status.COMPILE_ERROR), score.details
     failure = score.details["first_failure"]
     assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
+
+
+def test_the_start_up_check_names_each_missing_toolchain() -> None:
+    """The code scorer's start-up check lists what it found and, for the rest, why not."""
+    settings = CodeSettings(toolchain_path="/nonexistent", pch_dir="")
+    check = check_sandbox(settings, GradingLimits())
+    assert check.ok and "not graded" in check.summary, check.summary
+    assert check.details["missing_toolchains"]["cpp"] == "g++ not found in PATH"
+    assert check.details["toolchains"] == {}
 
 
 def test_a_missing_toolchain_answers_error_with_the_reason() -> None:
