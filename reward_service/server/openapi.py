@@ -12,6 +12,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from reward_service.scorers.base import Status
+
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
@@ -37,7 +39,7 @@ DETAIL: dict[str, Any] = {
     "type": "object",
     "properties": {
         "reward": {"type": "number"},
-        "status": {"enum": ["ok", "wrong", "no_answer", "compile_error", "timeout", "error"]},
+        "status": {"enum": [status.value for status in Status]},
         "scorer": {"type": "string"},
         "elapsed_ms": {"type": "number"},
     },
