@@ -199,7 +199,7 @@ def openrlhf_answer(
         "extra_logs": {
             "reward_correct": rate(Status.OK),
             "reward_no_answer": rate(Status.NO_ANSWER),
-            "reward_failed": rate(Status.TIMEOUT, Status.ERROR),
+            "reward_failed": rate(Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED),
             **{
                 f"reward_{reason.value}": [1.0 if found is reason else 0.0 for found in unlocated]
                 for reason in Unlocated

@@ -14,7 +14,7 @@ from reward_service.contracts.openrlhf import (
     read_openrlhf,
     response_start,
 )
-from reward_service.scorers.base import Score
+from reward_service.scorers.base import Score, Status
 
 CHATML = (
     "<|im_start|>system\nPut the final answer in a box, as in: 3 + 4 = \\boxed{7}.<|im_end|>\n"
@@ -189,6 +189,12 @@ def test_answer_logs_why_a_response_was_not_found() -> None:
     assert logs["reward_prompt_missing"] == [0.0, 0.0, 1.0]
     assert logs["reward_failed"] == [0.0, 1.0, 1.0]
     assert all(isinstance(v, float) for values in logs.values() for v in values)
+
+
+def test_answers_the_judge_gave_no_verdict_count_as_failed() -> None:
+    """A `judge_failed` answer got the fallback reward: `reward_failed` counts it."""
+    judged = [Score.verdict(True), Score(0.0, Status.JUDGE_FAILED, {"reason": "judge failed"})]
+    assert openrlhf_answer(judged, [None, None])["extra_logs"]["reward_failed"] == [0.0, 1.0]
 
 
 ATOMS = [" ", "\n", "a", "b", "<", ">", "|", "[", "]", "/", "<s>", "[INST]", "<|im_end|>", "|>"]
