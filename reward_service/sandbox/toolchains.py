@@ -80,6 +80,8 @@ class Toolchain:
         return asked
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        """The build's command; `pch` a directory holding a precompiled header for this
+        dialect (C++'s; the others build without)."""
         raise NotImplementedError
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:

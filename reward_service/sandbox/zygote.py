@@ -312,8 +312,6 @@ class Zygote:
             remove_tree(self.builds.pop(next(iter(self.builds))).directory)
         source_name = toolchain.source_name(bytes(source).decode("utf-8", "replace"))
         pch = self.pch["dir"] if self.pch and self.pch["dialect"] == dialect else None
-        if toolchain.language != "cpp":
-            pch = None
         command = toolchain.build(found, dialect, source_name, pch)
         left = float(request["budget_s"]) - (time.monotonic() - started) - RUN_OVERHEAD_S
         step = Step(
@@ -545,6 +543,8 @@ def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> Non
         )
         if not wanted or not entry.is_file(follow_symlinks=False):
             continue
+        if entry.stat(follow_symlinks=False).st_nlink != 1:
+            continue  # a link to a file elsewhere: chown and chmod would change that file
         target = os.path.join(directory, entry.name)
         os.rename(entry.path, target)
         with contextlib.suppress(PermissionError):

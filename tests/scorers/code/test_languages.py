@@ -103,7 +103,7 @@ CASES = {
     "correct": (SUMS, 1.0, Status.OK, None),
     "wrong": ({**SUMS, "outputs": ["3\n", "8\n"]}, 0.0, Status.WRONG, "wrong_output"),
     "slow": (
-        {"inputs": ["1 0 0\n"], "outputs": ["0\n"], "time_limit_s": 1},
+        {"inputs": ["1 0 0\n"], "outputs": ["0\n"], "time_limit_s": 0.5},
         0.0,
         Status.WRONG,
         "time_limit",
