@@ -88,8 +88,9 @@ FILE_WRITES = (
 """Calls that answer EACCES under `read_only_files`."""
 _ENOSYS_CALLS = ("clone3", "openat2")
 _AT_EMPTY_PATH = 0x1000
-_PROCESS_CALLS = ("fork", "vfork", "execve", "execveat")
-"""Denied to every run but a build's."""
+_EXECS = ("execve", "execveat")
+_PROCESS_CALLS = ("fork", "vfork", *_EXECS)
+"""Denied to every run but a build's (a run that execs its program: `execveat` on its fd)."""
 _SPECIAL = (
     *_OWN_PID_IN_ARG0,
     *_OPEN_FLAGS_ARG,
@@ -167,10 +168,10 @@ class SyscallFilter:
                     raise ValueError(f"seccomp filter: two rules for syscall {number}")
                 rules[number] = block
 
+        let_through = {*allowed, *(_PROCESS_CALLS if processes else ())}
+        let_through |= set(_EXECS) if exec_fd is not None else set()
         for name in DENIED:
-            if name in allowed:
-                continue
-            if not (processes or exec_fd is not None) or name not in _PROCESS_CALLS:
+            if name not in let_through:
                 rule(name, [_op(_RET_K, _EPERM)])
         if exec_fd is not None and not processes:
             rule("execve", [_op(_RET_K, _EPERM)])

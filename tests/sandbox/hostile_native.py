@@ -90,12 +90,21 @@ NATIVE: tuple[NativeHostile, ...] = (
     ),
     _n(
         "cpp_fork_bomb",
-        "fork(), vfork-like clone and raw clone in a loop, each child holding on",
+        "fork() (glibc's clone), the raw fork and clone calls in a loop, each child holding on",
         """\
+        static pid_t raw_fork() {
+        #ifdef SYS_fork
+            return (pid_t)syscall(SYS_fork);
+        #else
+            return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+        #endif
+        }
         int main() {
             int made = 0;
             for (int i = 0; i < 20000 && made < 2000; i++) {
-                pid_t pid = i % 2 ? fork() : (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+                pid_t pid = i % 3 == 0   ? fork()
+                            : i % 3 == 1 ? (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0)
+                                         : raw_fork();
                 if (pid == 0) { sleep(30); _exit(0); }
                 if (pid > 0) made++;
             }
