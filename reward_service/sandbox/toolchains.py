@@ -263,12 +263,17 @@ class JavaScript(Toolchain):
     runtime_mb = 768
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        return Command(found.tools["node"], ["node", "--check", source_name], {"HOME": "."})
+        return Command(found.tools["node"], ["node", "--check", source_name], _NODE_ENV)
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         argv = ["node", f"--max-old-space-size={memory_mb}", "--stack-size=65500"]
         argv += ["--v8-pool-size=1", os.path.join(build_dir, source_name)]
-        return Command(found.tools["node"], argv, {"UV_THREADPOOL_SIZE": "1"})
+        return Command(found.tools["node"], argv, {**_NODE_ENV, "UV_THREADPOOL_SIZE": "1"})
+
+
+_NODE_ENV = {"OPENSSL_CONF": "/dev/null"}
+"""Node reads OpenSSL's configuration at start and fails where it exists but may not be
+read (landlock without a mount namespace): an empty one instead."""
 
 
 TOOLCHAINS: dict[str, Toolchain] = {
