@@ -242,6 +242,18 @@ async def test_instruction_metadata_reaches_the_label(stand_in: StandIn, pooled:
     ]
 
 
+async def test_ifbench_metadata_against_the_real_service(reward_url: str, pooled: None) -> None:
+    """SLIME-shaped ifbench samples (instructions in metadata, no label) get SLIME's rewards."""
+    metadata = {"instruction_id_list": ["format:no_whitespace"], "kwargs": [{"N": None}]}
+    samples = [
+        Sample("p", "<think>a plan</think>nospace", None, metadata),
+        Sample("p", "has space", None, metadata),
+        Sample("p", "nospace", "", {**metadata, "rm_type": "ifbench"}),
+    ]
+    args = SimpleNamespace(rm_url=f"{reward_url}/score/ifbench")
+    assert await batched_rm(args, samples) == [1.0, 0.0, 1.0]
+
+
 async def test_unsendable_metadata_costs_only_its_sample(stand_in: StandIn, pooled: None) -> None:
     """Metadata that JSON cannot carry gives that sample the fallback; the rest are graded."""
     stand_in.route("/score/batch", _batch)
