@@ -8,7 +8,11 @@ that program and one that does not compile.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -161,6 +165,38 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
     assert (score.reward, score.status) == (0.0, Status.COMPILE_ERROR), score.details
     failure = score.details["first_failure"]
     assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
+
+
+POD_GRADING = """\
+import json
+from reward_service.scorers.base import GradingLimits
+from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.judge import CodeScorer
+from tests.scorers.code.test_languages import FOUND, PROGRAMS, SUMS, _fenced
+scorer = CodeScorer(GradingLimits(deadlines={"code": 40.0}), CodeSettings(pch_dir=""))
+graded = {"layers": list(scorer.sandbox.layers)}
+for language in (name for name in PROGRAMS if not isinstance(FOUND[name], str)):
+    graded[language] = scorer.score("p", _fenced(language, PROGRAMS[language]), SUMS, {}).reward
+scorer.close()
+print(json.dumps(graded))
+"""
+
+
+def test_every_language_grades_on_the_manifests_platform() -> None:
+    """Where the pod runs (uid 10001, no namespaces, landlock without a mount namespace), a
+    correct answer in each language found is 1.0: its toolchain finds what it reads there."""
+    from tests.sandbox import platforms
+
+    if reason := platforms.unavailable("nonroot-pod"):
+        pytest.skip(reason)
+    command = platforms.command("nonroot-pod", [sys.executable, "-c", POD_GRADING])
+    repo = Path(__file__).resolve().parents[3]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    graded = json.loads(done.stdout.splitlines()[-1])
+    assert "landlock" in graded.pop("layers")
+    found = {name for name in PROGRAMS if not isinstance(FOUND[name], str)}
+    assert graded == dict.fromkeys(found, 1.0)
 
 
 def test_the_start_up_check_names_each_missing_toolchain() -> None:
