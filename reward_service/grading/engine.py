@@ -191,7 +191,20 @@ class ScoringEngine:
             if model is not None:
                 owner = self.registry.scorer_class(name).settings_name or name
                 found[name] = self.settings.scorer_settings(owner, model)
+                if owner != name:
+                    self._refuse_own_settings(name, owner)
         return found
+
+    def _refuse_own_settings(self, name: str, owner: str) -> None:
+        """A scorer reading `owner`'s settings has none of its own: setting any is refused,
+        never silently ignored."""
+        try:
+            self.settings.scorer_settings(name, ScorerSettings)
+        except InvalidSetting:
+            raise InvalidSetting(
+                f"scorer {name!r} reads the settings of {owner!r}: set "
+                f"REWARD_{owner.upper()}__<FIELD>, not REWARD_{name.upper()}__<FIELD>"
+            ) from None
 
     def _run_checks(self, scorer_settings: Mapping[str, ScorerSettings]) -> None:
         """Each scorer's start-up check, logged; a required one that fails raises."""

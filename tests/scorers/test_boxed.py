@@ -12,11 +12,18 @@ import pytest
 from reward_service.clients.http import RewardClient
 from reward_service.errors import UnknownScorer
 from reward_service.scorers.base import JSON, NO_OPTIONS, Score, Scorer, Status
-from reward_service.scorers.boxed import BoxedScorer, boxed_content, boxed_scorer
+from reward_service.scorers.boxed import (
+    BoxedAsyncScorer,
+    BoxedScorer,
+    boxed_content,
+    boxed_scorer,
+)
 from reward_service.scorers.registry import BUILTINS, ScorerRegistry
 from reward_service.testing import LiveServer, live_server
 
 REGISTRY = ScorerRegistry.discover()
+CPU_BUILTINS = sorted(n for n in BUILTINS if issubclass(REGISTRY.scorer_class(n), Scorer))
+"""The built-ins graded in workers; the I/O-bound ones (the judges) have their own test."""
 
 
 def slime_extract(text: str) -> str | None:
@@ -88,7 +95,7 @@ def test_boxed_content_is_linear() -> None:
     assert cost(1_000_000) < 30 * cost(100_000) + 0.05
 
 
-@pytest.mark.parametrize("name", sorted(BUILTINS))
+@pytest.mark.parametrize("name", CPU_BUILTINS)
 def test_every_builtin_has_a_boxed_form(name: str) -> None:
     """`boxed_<name>` is listed, named so, shares the inner scorer, its batch size and options."""
     boxed = REGISTRY.get(f"boxed_{name}")
@@ -98,6 +105,15 @@ def test_every_builtin_has_a_boxed_form(name: str) -> None:
     assert boxed.scorer is REGISTRY.get(name)
     cls = REGISTRY.scorer_class(f"boxed_{name}")
     assert (cls.batch_size, cls.options) == (type(boxed.scorer).batch_size, boxed.scorer.options)
+
+
+@pytest.mark.parametrize("name", sorted(set(BUILTINS) - set(CPU_BUILTINS)))
+def test_every_async_builtin_has_a_boxed_form_sharing_its_instance(name: str) -> None:
+    """`boxed_<name>` of an I/O-bound built-in is async too and shares the inner instance (its
+    client, bound and cache) and options."""
+    boxed = REGISTRY.get(f"boxed_{name}")
+    assert isinstance(boxed, BoxedAsyncScorer) and boxed.scorer is REGISTRY.get(name)
+    assert REGISTRY.scorer_class(f"boxed_{name}").options == boxed.scorer.options
 
 
 CASES = [
@@ -111,7 +127,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name", sorted(set(BUILTINS) - {"random", "reward_model"}))
+@pytest.mark.parametrize("name", sorted(set(CPU_BUILTINS) - {"random", "reward_model"}))
 @pytest.mark.parametrize(("response", "label", "options"), CASES)
 def test_boxed_grades_the_content_with_the_inner_scorer(
     name: str, response: str, label: JSON, options: Mapping[str, JSON]

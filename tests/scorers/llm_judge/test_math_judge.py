@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 
 from reward_service.bench.chat_stand_in import ChatStandIn, completion
+from reward_service.errors import InvalidSetting
+from reward_service.grading.engine import ScoringEngine
 from reward_service.scorers.base import GradingLimits, Score, ScoringInput, Status
 from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer, MathJudgeScorer
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.settings import Settings
 
 RULE_SCORES = {
     "\\boxed{4}": Score.verdict(True, path="fast"),
@@ -119,6 +122,18 @@ async def test_judge_and_math_judge_share_one_endpoint(stand_in: ChatStandIn) ->
     assert await math_judge.judged("q", "4", "4", {}) is not None and shared._client is not None
     await math_judge.close()
     assert shared._client is None
+
+
+async def test_math_judge_settings_of_its_own_stop_start_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`math_judge` reads `REWARD_JUDGE__*`; a `REWARD_MATH_JUDGE__*` would be ignored, so it
+    stops start-up, naming the variables to set instead."""
+    monkeypatch.setenv("REWARD_MATH_JUDGE__BASE_URL", "http://judge:30000/v1")
+    engine = ScoringEngine(Settings(workers=1))
+    with pytest.raises(InvalidSetting, match="set REWARD_JUDGE__<FIELD>, not REWARD_MATH_JUDGE"):
+        await engine.start()
+    await engine.close()
 
 
 async def test_without_an_engine_the_rule_is_an_error() -> None:
