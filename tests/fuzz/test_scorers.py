@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry
+from reward_service.scorers.base import AsyncScorer
 
 REGISTRY = ScorerRegistry.discover(GradingLimits(timeout_s=1, cache_size=64))
 
@@ -42,8 +44,11 @@ MODEL_EXAMPLES = 25
 
 
 def _check_scorer(name: str, prompt: Any, response: str, label: Any) -> None:
-    score = REGISTRY.scorer_class(name).screen(response, label) or REGISTRY.get(name).score(
-        prompt, response, label, {}
+    scorer = REGISTRY.get(name)
+    score = REGISTRY.scorer_class(name).screen(response, label) or (
+        asyncio.run(scorer.score(prompt, response, label, {}))
+        if isinstance(scorer, AsyncScorer)
+        else scorer.score(prompt, response, label, {})
     )
     assert isinstance(score, Score)
     assert isinstance(score.reward, float)

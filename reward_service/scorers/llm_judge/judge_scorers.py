@@ -154,7 +154,8 @@ class JudgeScorer(AsyncScorer):
         if answer is None:
             return Score.no_answer("no final answer after the reasoning", path="judge", **details)
         model = options.get("model", self.judge_settings.model)
-        if model != self.judge_settings.model and model not in self.judge_settings.models:
+        known = {self.judge_settings.model, *self.judge_settings.models}
+        if not isinstance(model, str) or model not in known:
             return Score.error("option model names a model REWARD_JUDGE__MODELS does not list")
         partial = PARTIAL_REWARDS.get(str(options.get("partial", "zero")))
         if partial is None:
@@ -162,7 +163,8 @@ class JudgeScorer(AsyncScorer):
         template = self.templates.get(str(options.get("template", DEFAULT_TEMPLATE)))
         if template is None:
             return Score.error(f"option template takes one of {', '.join(sorted(self.templates))}")
-        assert isinstance(model, str) and self.endpoint is not None
+        if self.endpoint is None:  # not opened: no engine serves this instance
+            return self._score(Outcome(None, "not_configured"), partial, details)
         reference = golds[0] if len(golds) == 1 else "any one of: " + " ; ".join(golds)
         question = question_text(prompt)
         key = (template.template, model, question, reference, answer)

@@ -270,6 +270,13 @@ async def test_no_endpoint_is_judge_failed_and_an_optional_failed_check() -> Non
         assert score.details["judge"]["failure"] == "not_configured"
 
 
+async def test_an_unopened_judge_grades_judge_failed_without_raising() -> None:
+    """A judge built but never opened (no engine) answers `judge_failed`, never an exception."""
+    scorer = JudgeScorer(LIMITS, JudgeSettings(base_url="http://127.0.0.1:9/v1", model="m"))
+    score = await grade(scorer)
+    assert score.details["judge"]["failure"] == "not_configured"
+
+
 async def test_answer_without_a_final_part_or_label_is_never_sent(stand_in: ChatStandIn) -> None:
     """Unfinished reasoning is `no_answer` and a null label `error`, both without a call."""
     async with judge(stand_in) as scorer:
@@ -284,8 +291,10 @@ async def test_model_option_picks_only_a_listed_model(stand_in: ChatStandIn) -> 
     async with judge(stand_in, models=["big-judge"]) as scorer:
         listed = await grade(scorer, model="big-judge")
         unlisted = await grade(scorer, model="gpt-expensive")
+        not_a_name = await grade(scorer, model=["big-judge"])
     assert listed.status is Status.OK and stand_in.requests[0]["model"] == "big-judge"
-    assert unlisted.status is Status.ERROR and stand_in.calls == 1
+    assert unlisted.status is Status.ERROR and not_a_name.status is Status.ERROR
+    assert stand_in.calls == 1
 
 
 async def test_template_file_replaces_the_built_in_prompt(
