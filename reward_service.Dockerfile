@@ -67,7 +67,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     python -m venv --without-pip /opt/venv \
     && wheel="$(find /dist -name 'reward_service-*.whl')" \
-    && python -m pip --python /opt/venv/bin/python install --require-hashes -r /dist/requirements.lock \
+    && python -m pip --python /opt/venv/bin/python install --require-hashes --no-deps -r /dist/requirements.lock \
     && python -m pip --python /opt/venv/bin/python install --no-deps "${wheel}" \
     && if [ -n "${EXTRAS}" ]; then \
          python -m pip --python /opt/venv/bin/python install \

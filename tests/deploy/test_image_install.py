@@ -61,7 +61,7 @@ def _installed_venv(tmp_path: Path) -> Path:
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", venv)
     pip = (sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install")
-    _run(*pip, "--require-hashes", "-r", context / "requirements.lock")
+    _run(*pip, "--require-hashes", "--no-deps", "-r", context / "requirements.lock")
     _run(*pip, "--no-deps", wheel)
     return venv
 
@@ -107,13 +107,26 @@ def served(tmp_path: Path) -> Iterator[str]:
                 server.wait()
 
 
+INSTRUCTIONS = {
+    "prompt": "p",
+    "response": "<think>Plan: No, Caps.</think>all lowercase here",
+    "label": {
+        "scorer": "ifeval",
+        "instruction_id_list": ["change_case:english_lowercase", "punctuation:no_comma"],
+    },
+}
+"""Graded by if-verifiable's checkers, which the lock installs without `datasets`
+(scripts/lock-overrides.txt)."""
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_installed_wheel_serves_and_grades(served: str) -> None:
-    """Installed as the image installs it, the service grades a right answer 1.0 and exits 0."""
+@pytest.mark.parametrize("body", [SAMPLE, INSTRUCTIONS], ids=["math", "ifeval"])
+def test_installed_wheel_serves_and_grades(served: str, body: dict[str, object]) -> None:
+    """Installed as the image installs it, the service grades a right answer 1.0."""
     request = urllib.request.Request(
         f"{served}/score",
-        data=json.dumps(SAMPLE).encode(),
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
         method="POST",
     )
