@@ -128,6 +128,9 @@ class ExecRunner:
 
     def run(self, workdir: str) -> NoReturn:
         env = {"HOME": workdir, "TMPDIR": workdir, **ONE_THREAD}
+        # $ORIGIN in a runtime's library path (the JDK's, rustc's) is found through
+        # /proc/self/exe, which a mount namespace in a user namespace has not: say it here
+        env["LD_ORIGIN_PATH"] = os.path.dirname(self.command.executable)
         env.update((k, v.replace("{workdir}", workdir)) for k, v in self.command.env.items())
         if self.source_name is not None:
             os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them

@@ -32,7 +32,7 @@ class Found:
     """A toolchain found on this machine: its tools' real paths and what runs must read."""
 
     tools: dict[str, str]
-    """Tool name -> the absolute path a run execs."""
+    """Tool name -> its absolute path (what a build or run execs; Rust's sysroot too)."""
     reads: list[str]
     """Directories beyond the system's that its builds and runs read (a sysroot)."""
     version: str = ""
@@ -142,7 +142,8 @@ class Rust(Toolchain):
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         argv = ["rustc", "--edition", dialect, "-O", "-C", "target-feature=+crt-static"]
-        argv += ["-C", f"linker={found.tools['cc']}", "-o", "main", source_name]
+        argv += ["-C", f"linker={found.tools['cc']}", "--sysroot", found.tools["sysroot"]]
+        argv += ["-o", "main", source_name]  # its sysroot: rustc reads /proc/self/exe else
         return Command(found.tools["rustc"], argv, {"PATH": BUILD_PATH})
 
     def discover(self, path: str) -> Found | str:
@@ -166,7 +167,7 @@ class Rust(Toolchain):
         cc = shutil.which("cc", path=BUILD_PATH)
         if cc is None:
             return "rustc needs a linker: no cc in /usr/bin"
-        tools = {"rustc": rustc, "cc": os.path.realpath(cc)}
+        tools = {"rustc": rustc, "cc": os.path.realpath(cc), "sysroot": sysroot}
         return Found(tools, [] if _under_system(sysroot) else [sysroot])
 
 
@@ -235,13 +236,15 @@ class Java(Toolchain):
         return f"{public.group(1) if public else 'Main'}.java"
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        argv = ["javac", *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m", "-proc:none"]
+        # argv[0] the JDK's own path: the launcher finds its home from /proc/self/exe, else
+        # from argv[0] (by PATH, through /etc/alternatives, which runs may not read)
+        argv = [found.tools["javac"], *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m", "-proc:none"]
         argv += ["-encoding", "UTF-8", "-d", ".", source_name]
         return Command(found.tools["javac"], argv, {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"})
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         main = source_name.removesuffix(".java")
-        argv = ["java", *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-cp", build_dir, main]
+        argv = [found.tools["java"], *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-cp", build_dir, main]
         return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
 
     def version(self, tools: Mapping[str, str]) -> str:

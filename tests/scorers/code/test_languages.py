@@ -182,14 +182,21 @@ print(json.dumps(graded))
 """
 
 
-def test_every_language_grades_on_the_manifests_platform() -> None:
-    """Where the pod runs (uid 10001, no namespaces, landlock without a mount namespace), a
-    correct answer in each language found is 1.0: its toolchain finds what it reads there."""
+@pytest.mark.parametrize("platform", ["nonroot-pod", "userns"])
+def test_every_language_grades_on_a_non_root_platform(platform: str) -> None:
+    """Where the manifests' pod runs (`nonroot-pod`: uid 10001, no namespaces, landlock
+    without a mount namespace) and where a non-root zygote has namespaces of its own
+    (`userns`, the image under podman: a mount namespace with no /proc), a correct answer in
+    each language found is 1.0: its toolchain finds what it reads there."""
     from tests.sandbox import platforms
 
     if reason := platforms.unavailable("nonroot-pod"):
         pytest.skip(reason)
-    command = platforms.command("nonroot-pod", [sys.executable, "-c", POD_GRADING])
+    inner = [sys.executable, "-c", POD_GRADING]
+    if platform == "userns":
+        command = ["unshare", "--user", "--map-user=10001", "--map-group=10001", "--", *inner]
+    else:
+        command = platforms.command(platform, inner)
     repo = Path(__file__).resolve().parents[3]
     done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
