@@ -10,6 +10,7 @@ shutdown after the drain. Neither the engine nor the server names them.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import random
 import signal
@@ -19,7 +20,9 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -114,42 +117,63 @@ CONCURRENCY = 64
 
 
 class SlowEndpoint:
-    """A local judge that answers `answer` back after a `DELAY_S` wait, counting calls in
-    progress."""
+    """A local judge, in a process of its own (so that its threads never share the test's
+    GIL with the /livez probe), that answers `answer` back after a `DELAY_S` wait, counting
+    calls in progress."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.current = self.most = self.calls = 0
-        endpoint = self
+        context = multiprocessing.get_context("spawn")
+        self._counts = context.Array("i", 3)  # calls in progress, most at once, all calls
+        receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_serve, args=(self._counts, send), daemon=True)
+        self._process.start()
+        port = receive.recv()
+        self.url = f"http://127.0.0.1:{port}/verdict"
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as a model server is
+    @property
+    def calls(self) -> int:
+        return int(self._counts[2])
 
-            def do_GET(self) -> None:
-                with endpoint.lock:
-                    endpoint.current += 1
-                    endpoint.calls += 1
-                    endpoint.most = max(endpoint.most, endpoint.current)
-                time.sleep(random.uniform(*DELAY_S))
-                with endpoint.lock:
-                    endpoint.current -= 1
-                body = self.path.partition("answer=")[2].encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    @property
+    def most(self) -> int:
+        return int(self._counts[1])
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/verdict"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reset_most(self) -> None:
+        with self._counts.get_lock():
+            self._counts[1] = 0
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._process.terminate()
+        self._process.join()
+
+
+def _serve(counts: Any, send: Connection) -> None:
+    """The endpoint's process: serve until terminated, counting into `counts`."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as a model server is
+
+        def do_GET(self) -> None:
+            with counts.get_lock():
+                counts[0] += 1
+                counts[2] += 1
+                counts[1] = max(counts[1], counts[0])
+            time.sleep(random.uniform(*DELAY_S))
+            with counts.get_lock():
+                counts[0] -= 1
+            body = self.path.partition("answer=")[2].encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    send.send(server.server_port)
+    server.serve_forever()
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +253,8 @@ def test_async_scorer_under_load_holds_its_bound_and_leaves_the_loop_free(
     endpoint: never more than the scorer's concurrency at the endpoint, all graded, and
     /livez under 50 ms (95% of probes; every one under 250 ms on this shared machine)."""
     server, _ = served
-    before, endpoint.most = endpoint.calls, 0
+    before = endpoint.calls
+    endpoint.reset_most()
 
     async def load() -> tuple[list[float], list[float]]:
         async with httpx.AsyncClient(timeout=120) as client:
