@@ -65,6 +65,10 @@ class Toolchain:
     """Address space a run gets beyond its memory limit (a JVM's or V8's reservations)."""
     syscalls: tuple[str, ...] = ()
     """Calls the sandbox denies that its builds and runs need (`seccomp.SyscallFilter`)."""
+    unusable: tuple[bytes, ...] = ()
+    """How a failed build's messages start when the toolchain cannot work here, whatever
+    the program (the answer is then `error`, not `compile_error`): the compiler's own
+    first words, before it reads the source, so no program can print them first."""
 
     def source_name(self, source: str) -> str:
         return self.source_file
@@ -139,6 +143,10 @@ class Rust(Toolchain):
     dialects = ("2021", "2018", "2015", "2024")
     source_file = "main.rs"
     memory_errors = (b"memory allocation of",)
+    unusable = tuple(  # rustc 1.63, where runs have no /proc (1.95 needs none)
+        f"thread '{name}' panicked at 'failed to get current_exe".encode()
+        for name in ("rustc", "main")
+    )
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         argv = ["rustc", "--edition", dialect, "-O", "-C", "target-feature=+crt-static"]

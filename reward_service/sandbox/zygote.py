@@ -333,6 +333,10 @@ class Zygote:
         reply, seen = self.run(step, source, memoryview(b""), keep)
         message = bytes(seen.stdout.head(BUILD_MESSAGE))
         seen.close()
+        failed = reply["kind"] != "ok" and reply["confinement"] is None
+        if failed and message.startswith(toolchain.unusable):  # the toolchain's, here
+            line = message.split(b"\n", 1)[0].decode("utf-8", "replace")[:200]
+            reply = {**reply, "confinement": f"the toolchain cannot run here: {line}"}
         build = Build(directory, source_name, reply, message)
         if reply["kind"] == "ok":
             self.builds[key] = build

@@ -78,6 +78,8 @@ class ZygoteSandbox:
         for language in set(TOOLCHAINS) - set(self.toolchains):
             self.toolchains[language] = "not enabled in this sandbox"
         self._pch = pch_of(pch_dir, self.toolchains.get("cpp"))
+        self._build_broken: str | None = None
+        """Why the last build could not run (a layer, or the toolchain here), if so."""
         self._build_time_s, self._build_memory_mb = build_time_s, build_memory_mb
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
@@ -117,8 +119,10 @@ class ZygoteSandbox:
         """Build `program` once (a compiled language), then run it once per stdin as `run`
         does: the build's outcome and the runs'. The build has its own limits (the
         sandbox's unless given), inside `budget_s`. Raises `SandboxUnavailable` when the
-        language's toolchain is not usable here (`toolchains` says why), ValueError for
-        a language or dialect there is no runner for; never for what the program does."""
+        language's toolchain is not usable here (`toolchains` says why) or its build could
+        not run (a layer failed, or the toolchain's own first words say it cannot work
+        here), ValueError for a language or dialect there is no runner for; never for
+        what the program does."""
         if program.language not in LANGUAGES:
             raise ValueError(f"no runner for language {program.language!r}")
         toolchain = self.toolchains.get(program.language)
@@ -154,16 +158,20 @@ class ZygoteSandbox:
                     built,
                     build,
                 )
-                return Execution(built[0] if built else None, outcomes)
             except (OSError, protocol.ProtocolError) as e:
                 lost = e
                 self._kill()
+                continue
             except BaseException:
                 # Anything else (a MemoryError holding the outcomes, an interruption, a bug)
                 # leaves the zygote mid-answer: the rest of this answer's frames must never
                 # be read as the next one's, so the next answer gets a fresh zygote.
                 self._kill()
                 raise
+            broken, self._build_broken = self._build_broken, None
+            if broken is not None:  # its build could not run here (`_stream`)
+                raise SandboxUnavailable(f"{program.language}: {broken}")
+            return Execution(built[0] if built else None, outcomes)
         elapsed = time.monotonic() - attempt
         lost_run = Outcome(Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, elapsed)
         if toolchain is not None and not built:
@@ -280,6 +288,8 @@ class ZygoteSandbox:
                     raise protocol.ProtocolError("a build frame out of place")
                 building = False
                 outcome = _build_outcome(reply["build"], payload)
+                if reply["build"].get("confinement"):  # the build could not run: no verdict
+                    self._build_broken = outcome.stderr
                 if not built:  # a replaced zygote builds again: the first build is the one
                     built.append(outcome)
                 continue
