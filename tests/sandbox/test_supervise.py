@@ -213,22 +213,27 @@ def _age(path: Path, seconds: float) -> None:
     os.utime(path, (then, then))
 
 
-def test_the_sweep_removes_dead_zygotes_roots_and_never_a_live_one(scratch_parent: Path) -> None:
+def test_the_sweep_removes_dead_zygotes_roots_and_never_a_live_one(
+    scratch_parent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An unlocked root gone stale goes; a locked (live) one, a fresh one, one named as no
     zygote names its root, and another directory stay."""
+    # Stale after 10 minutes here, not 5 s: removing the deep dead root can take longer than
+    # 5 s on a loaded machine, and the fresh root must still be fresh when the sweep reaches it.
+    monkeypatch.setattr(supervise, "STALE_S", 600.0)
     live, live_lock = make_scratch_root(str(scratch_parent), 101)
     dead, dead_lock = make_scratch_root(str(scratch_parent), 102)
     os.close(dead_lock)
     nest(Path(dead), DEPTH)
     for root in (live, dead):
-        _age(Path(root), 60)
+        _age(Path(root), 3600)
     fresh, fresh_lock = make_scratch_root(str(scratch_parent), 103)
     os.close(fresh_lock)
     unknown = scratch_parent / f"{SCRATCH_PREFIX}abcd1234"
     other = scratch_parent / "other-dir"
     for path in (unknown, other):
         path.mkdir()
-        _age(path, 60)
+        _age(path, 3600)
     try:
         assert sweep_scratch_roots(str(scratch_parent)) == []
         assert sorted(os.listdir(scratch_parent)) == sorted(
