@@ -259,7 +259,12 @@ def warm_naive() -> None:
 def grade_naive(item: dict[str, Any]) -> float:
     """The naive baseline's reward for one workload item, read as the service reads its body."""
     assert _naive is not None, "warm_naive() first"
+    return grade_item(_naive, item)
+
+
+def grade_item(scorer: CodeScorer, item: dict[str, Any]) -> float:
+    """`scorer`'s reward for one workload item, its body read as the service reads it."""
     sample = sample_from_json(
         {"prompt": item["prompt"], "response": item["response"], "label": item["label"]}
     )
-    return _naive.score(sample.prompt, sample.response, sample.label, sample.options).reward
+    return scorer.score(sample.prompt, sample.response, sample.label, sample.options).reward

@@ -29,10 +29,10 @@ from reward_service.bench.code_workload import (
     GROUP_SIZE,
     TESTS_PER_TASK,
     TIME_LIMIT_S,
+    grade_item,
     kind_counts,
     run_once,
 )
-from reward_service.contracts.slime import sample_from_json
 from reward_service.sandbox import Kind, Limits, Outcome, Program
 from reward_service.scorers.base import GradingLimits
 from reward_service.scorers.code.judge import CodeScorer
@@ -195,7 +195,4 @@ def warm_naive_cpp() -> None:
 def grade_naive_cpp(item: dict[str, Any]) -> float:
     """The naive baseline's reward for one workload item, read as the service reads its body."""
     assert _naive is not None, "warm_naive_cpp() first"
-    sample = sample_from_json(
-        {"prompt": item["prompt"], "response": item["response"], "label": item["label"]}
-    )
-    return _naive.score(sample.prompt, sample.response, sample.label, sample.options).reward
+    return grade_item(_naive, item)
