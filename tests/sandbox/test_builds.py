@@ -54,8 +54,11 @@ def test_the_compiler_reads_no_more_than_a_run(sandbox: ZygoteSandbox, path: str
 
 def test_a_compiler_that_runs_long_meets_the_build_time_limit(sandbox: ZygoteSandbox) -> None:
     """A compile-time loop ends at the build's own time limit, not the answer's budget."""
-    source = "constexpr long long f() { long long s = 0; for (long long i = 0; i < (1LL << 40); "
-    source += "++i) s += i; return s; }\nstatic_assert(f() > 0);\nint main() {}\n"
+    # Many evaluations, each ending at or near g++'s constexpr operation limit (one loop of
+    # 2^40 met that limit in ~1.1 s, a race with the 1 s build limit): minutes in all.
+    source = "constexpr long long f(long long k) { long long s = 0; "
+    source += "for (long long i = 0; i < (1LL << 22); ++i) s += i ^ k; return s; }\n"
+    source += "".join(f"static_assert(f({k}) != 1);\n" for k in range(200)) + "int main() {}\n"
     done = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30, build_time_s=1.0)
     assert done.build is not None and done.build.kind is Kind.TIME_LIMIT, done.build
     assert done.build.elapsed_s < 3.0 and not done.runs
