@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -45,13 +46,15 @@ __all__ = [
 
 
 class LivenessProbe:
-    """Polls `/livez` in a thread: answers, failures (a hang past 5 s is one), slowest answer."""
+    """Polls `/livez` in a thread: answers, failures (a hang past 5 s is one), slowest answer,
+    and each answer's latency (`seconds`, `p95_s`)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.answers = 0
         self.failures = 0
         self.slowest_s = 0.0
+        self.seconds: list[float] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -62,10 +65,16 @@ class LivenessProbe:
                 try:
                     client.get(f"{self.url}/livez").raise_for_status()
                     self.answers += 1
+                    self.seconds.append(time.perf_counter() - started)
                 except httpx.HTTPError:
                     self.failures += 1
                 self.slowest_s = max(self.slowest_s, time.perf_counter() - started)
                 self._stop.wait(0.05)
+
+    @property
+    def p95_s(self) -> float:
+        """The latency 95% of the answers came within."""
+        return statistics.quantiles(self.seconds, n=20)[-1]
 
     def __enter__(self) -> LivenessProbe:
         self._thread.start()

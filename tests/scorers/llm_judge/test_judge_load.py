@@ -7,16 +7,14 @@ client shares an interpreter with the probe that times `/livez`.
 from __future__ import annotations
 
 import asyncio
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from reward_service.testing import LiveServer, live_server
+from reward_service.testing import LivenessProbe, LiveServer, live_server
 
 CAP = 250
 """The judge's concurrency cap: 2,500 answers at 1-3 s each take about ten rounds. The issue's
@@ -60,7 +58,7 @@ def test_thousands_of_answers_in_flight_leave_the_loop_free(
     machine: a round's first burst starts 250 calls at once, ~2 ms of loop each), and the
     service's memory flat from the first round to the second."""
 
-    async def load(first: int) -> tuple[list[float], list[float]]:
+    async def load(first: int) -> list[float]:
         async with httpx.AsyncClient(timeout=120) as client:
 
             async def batch(b: int) -> list[float]:
@@ -76,33 +74,19 @@ def test_thousands_of_answers_in_flight_leave_the_loop_free(
                 )
                 return [float(r) for r in answer.json()["rewards"]]
 
-            async def probe(done: asyncio.Event) -> list[float]:
-                seen = []
-                async with httpx.AsyncClient(timeout=10) as own:
-                    while not done.is_set():
-                        started = time.perf_counter()
-                        assert (await own.get(f"{service.url}/livez")).status_code == 200
-                        seen.append(time.perf_counter() - started)
-                        await asyncio.sleep(0.05)
-                return seen
-
-            done = asyncio.Event()
-            prober = asyncio.create_task(probe(done))
             rounds = range(first, first + IN_FLIGHT // PER_BATCH // 2)
             batches = await asyncio.gather(*(batch(b) for b in rounds))
-            done.set()
-            return [reward for rewards in batches for reward in rewards], await prober
+            return [reward for rewards in batches for reward in rewards]
 
-    rewards, livez = asyncio.run(load(0))
-    after_first = service.rss_bytes()
-    more_rewards, more_livez = asyncio.run(load(IN_FLIGHT // PER_BATCH // 2))
-    after_second = service.rss_bytes()
-    rewards, livez = rewards + more_rewards, livez + more_livez
+    with LivenessProbe(service.url) as probe:
+        rewards = asyncio.run(load(0))
+        after_first = service.rss_bytes()
+        rewards += asyncio.run(load(IN_FLIGHT // PER_BATCH // 2))
+        after_second = service.rss_bytes()
     assert rewards == [1.0 if n % 2 == 0 else 0.0 for n in range(IN_FLIGHT)]
     stats = httpx.get(f"{judge_url}/stats", timeout=10).json()
     assert stats["calls"] == IN_FLIGHT
     assert CAP // 2 < stats["most"] <= CAP, stats
-    p95 = statistics.quantiles(livez, n=20)[-1]
-    seen = f"livez p95 {p95 * 1000:.1f} ms, max {max(livez) * 1000:.1f} ms over {len(livez)}"
-    assert p95 < 0.05 and max(livez) < 1.0, seen
+    seen = f"livez p95 {probe.p95_s * 1000:.1f} ms, max {probe.slowest_s * 1000:.1f} ms"
+    assert probe.failures == 0 and probe.p95_s < 0.05 and probe.slowest_s < 1.0, seen
     assert after_second < after_first * 1.1, (after_first, after_second)
