@@ -54,7 +54,9 @@ class Verdict(str, enum.Enum):
     INCORRECT = "INCORRECT"
 
 
-_VERDICT = re.compile(r"VERDICT:\s*\**\s*(CORRECT|PARTIAL|INCORRECT)\b")
+_VERDICT = re.compile(r"VERDICT:[\s*]*(CORRECT|PARTIAL|INCORRECT)\b")
+"""One class for the spaces and bold marks between token and word: `\\s*\\**\\s*` backtracks
+in quadratic time over a long run of spaces."""
 
 
 class TemplateError(ValueError):
