@@ -55,7 +55,7 @@ from reward_service.sandbox.confine import (
     shared_uid_task_limit,
 )
 from reward_service.sandbox.landlock import Ruleset
-from reward_service.sandbox.runners import RUNNERS, ExecRunner, Runner
+from reward_service.sandbox.runners import RUNNERS, ExecRunner, Runner, share_environment
 from reward_service.sandbox.seccomp import SyscallFilter
 from reward_service.sandbox.supervise import (
     ScratchWatch,
@@ -125,6 +125,7 @@ class Zygote:
         toolchains: dict[str, Found] | None = None,
         pch: dict[str, str] | None = None,
     ) -> None:
+        share_environment()
         self.scratch_mb = scratch_mb
         self.toolchains = toolchains or {}
         self.pch = pch
