@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from reward_service.sandbox.toolchains import TOOLCHAINS
@@ -81,6 +81,9 @@ class Program:
     dialect: str | None = None
     """The language's standard or edition where it has several (C++ `c++17`, `c++20`...;
     Rust `2021`...); None: the default (`toolchains.Toolchain.dialects`)."""
+    files: tuple[tuple[str, bytes], ...] = ()
+    """(relative path, content): written beside the source, in its build's directory and
+    in every run's (the working directory); a path the source takes is left out."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,9 @@ class Outcome:
     exit_code: int | None
     """Its exit status, or None when a signal ended it."""
     elapsed_s: float
+    files: dict[str, bytes] = field(default_factory=dict)
+    """The files asked for (`ZygoteSandbox.execute`'s `fetch`) found in its directory when
+    it ended: regular files, never through a link, within the bytes allowed."""
 
 
 @dataclass(frozen=True)

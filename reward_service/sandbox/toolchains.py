@@ -269,7 +269,9 @@ class JavaScript(Toolchain):
     language = "javascript"
     tools = ("node",)
     source_file = "main.js"
-    outputs = ("main.js",)
+    outputs = ("*.js",)
+    """The program and the modules given beside it (`Program.files`), which its `require`
+    finds next to it."""
     memory_errors = (b"JavaScript heap out of memory", b"Allocation failed")
     runtime_mb = 768
 

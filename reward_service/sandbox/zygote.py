@@ -28,7 +28,6 @@ import decimal  # noqa: F401
 import fractions  # noqa: F401
 import functools  # noqa: F401
 import gc
-import hashlib
 import heapq  # noqa: F401
 import itertools  # noqa: F401
 import json
@@ -43,7 +42,7 @@ import tempfile
 import time
 import typing
 
-from reward_service.sandbox import landlock, linux, namespaces, protocol
+from reward_service.sandbox import landlock, linux, namespaces, protocol, run_files
 from reward_service.sandbox.confine import (
     CONFINEMENT_FAILED,
     PR_SET_DUMPABLE,
@@ -239,19 +238,28 @@ class Zygote:
         with memoryview(payload) as view:
             offset = int(request["source_bytes"])
             source = view[:offset]
-            step = self._step(request, source, started, control_out)
+            files, fetch, offset = run_files.unpack(view, offset, request)
+            step = self._step(request, source, files, started, control_out)
             sizes = request["stdin_bytes"] if step is not None else []
+            fetched: list[tuple[int, bytes]] = []
+
+            def take(workdir: str, outcome: protocol.Message) -> None:
+                fetched[:] = run_files.read_files(workdir, fetch, int(request["fetch_bytes"]))
+
             for size in sizes:
                 assert step is not None
                 left = float(request["budget_s"]) - (time.monotonic() - started)
                 if left < float(request["time_s"]) + RUN_OVERHEAD_S:
                     break
                 stdin, offset = view[offset : offset + size], offset + size
-                outcome, seen = self.run(step, source, stdin)
+                fetched.clear()
+                outcome, seen = self.run(step, source, stdin, take if fetch else None, files)
                 stdout = seen.stdout.head(int(request["output_bytes"]))
                 stderr = seen.stderr.tail(STDERR_TAIL)
                 outcome.update(stdout_bytes=len(stdout), stderr_bytes=len(stderr))
-                protocol.write_frame(control_out, outcome, stdout, stderr)
+                outcome["files"] = [[index, len(data)] for index, data in fetched]
+                datas = [data for _, data in fetched]
+                protocol.write_frame(control_out, outcome, stdout, stderr, *datas)
                 stdout.release()
                 stderr.release()
                 stdin.release()
@@ -259,10 +267,17 @@ class Zygote:
                 if request["stop_at_first_failure"] and outcome["kind"] != "ok":
                     break
             source.release()
+            for _, data in files:
+                data.release()
         protocol.write_frame(control_out, {"done": True})
 
     def _step(
-        self, request: protocol.Message, source: memoryview, started: float, control_out: int
+        self,
+        request: protocol.Message,
+        source: memoryview,
+        files: run_files.Files,
+        started: float,
+        control_out: int,
     ) -> Step | None:
         """How `request`'s program runs; for a compiled language its build first (once per
         program, answered as a `build` frame), None when it did not build."""
@@ -272,7 +287,7 @@ class Zygote:
         if language not in TOOLCHAINS:
             return Step(RUNNERS[language], time_s, memory_mb, output_bytes)
         toolchain = TOOLCHAINS[language]
-        build = self._build(toolchain, request, source, started)
+        build = self._build(toolchain, request, source, files, started)
         reply = {"build": build.reply, "stdout_bytes": 0, "stderr_bytes": len(build.message)}
         protocol.write_frame(control_out, reply, build.message)
         if build.reply["kind"] != "ok":
@@ -293,7 +308,12 @@ class Zygote:
         )
 
     def _build(
-        self, toolchain: Toolchain, request: protocol.Message, source: memoryview, started: float
+        self,
+        toolchain: Toolchain,
+        request: protocol.Message,
+        source: memoryview,
+        files: run_files.Files,
+        started: float,
     ) -> Build:
         """The program built (or kept from an earlier request), in a confined run of the
         compiler with the request's build limits."""
@@ -304,7 +324,7 @@ class Zygote:
             return _failed_build(str(e))
         if found is None:
             return _failed_build(f"no {toolchain.language} toolchain in this sandbox")
-        key = hashlib.sha256(f"{toolchain.language} {dialect}\0".encode() + source).hexdigest()
+        key = run_files.digest(f"{toolchain.language} {dialect}", source, files)
         kept = self.builds.pop(key, None)
         if kept is not None:
             self.builds[key] = kept
@@ -328,10 +348,11 @@ class Zygote:
         directory = os.path.join(self.scratch_root, f"build-{self.runs}")
         os.mkdir(directory, 0o711)
 
-        def keep(workdir: str) -> None:
-            _keep_outputs(workdir, directory, toolchain.outputs)
+        def keep(workdir: str, outcome: protocol.Message) -> None:
+            if outcome["kind"] == "ok":
+                _keep_outputs(workdir, directory, toolchain.outputs)
 
-        reply, seen = self.run(step, source, memoryview(b""), keep)
+        reply, seen = self.run(step, source, memoryview(b""), keep, files)
         message = bytes(seen.stdout.head(BUILD_MESSAGE))
         seen.close()
         failed = reply["kind"] != "ok" and reply["confinement"] is None
@@ -350,10 +371,12 @@ class Zygote:
         step: Step,
         source: memoryview,
         stdin: memoryview,
-        keep: typing.Callable[[str], None] | None = None,
+        keep: typing.Callable[[str, protocol.Message], None] | None = None,
+        files: run_files.Files = (),
     ) -> tuple[protocol.Message, Seen]:
-        """One run of `step` on `stdin`: its outcome and what was read of it; `keep` takes
-        what it wants of the run's directory when the run ended `ok`."""
+        """One run of `step` on `stdin`, starting with `files` beside the runner's: its
+        outcome and what was read of it; `keep` takes what it wants of the run's directory
+        once the run and all it left are dead."""
         runner = step.runner
         limits = RunLimits(step.time_s, step.memory_mb, self.scratch_mb, self._tasks())
         self.runs += 1
@@ -364,12 +387,12 @@ class Zygote:
             if step.executable is not None:
                 exec_fd = os.open(step.executable, os.O_PATH | os.O_CLOEXEC)
             runner.write_files(source, workdir)
+            run_files.write_files(workdir, files)
             if self.confinement.run_uid is not None:
                 # the files before their directory; the directory keeps the zygote's group
                 # (0750), so that root holding CAP_CHOWN but not CAP_DAC_OVERRIDE still
                 # reaches inside to count and remove what the run wrote
-                for path in (e.path for e in os.scandir(workdir)):
-                    os.chown(path, self.confinement.run_uid, self.confinement.run_uid)
+                run_files.hand_over(workdir, self.confinement.run_uid)
                 os.chmod(workdir, 0o750)
                 os.chown(workdir, self.confinement.run_uid, os.getegid())
             ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
@@ -404,10 +427,10 @@ class Zygote:
             if watch is not None:
                 seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
             outcome = _outcome(seen, status, cpu_s, limits, seen.ended - started, runner)
-            if keep is not None and outcome["kind"] == "ok":
+            if keep is not None:
                 if self.confinement.run_uid is not None:  # the run's directory back
                     os.chown(workdir, os.geteuid(), os.getegid())
-                keep(workdir)
+                keep(workdir, outcome)
         finally:
             if exec_fd is not None:
                 os.close(exec_fd)

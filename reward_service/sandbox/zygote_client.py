@@ -115,14 +115,17 @@ class ZygoteSandbox:
         stop_at_first_failure: bool = True,
         build_time_s: float | None = None,
         build_memory_mb: int | None = None,
+        fetch: Sequence[str] = (),
+        fetch_bytes: int = 0,
     ) -> Execution:
         """Build `program` once (a compiled language), then run it once per stdin as `run`
         does: the build's outcome and the runs'. The build has its own limits (the
-        sandbox's unless given), inside `budget_s`. Raises `SandboxUnavailable` when the
-        language's toolchain is not usable here (`toolchains` says why) or its build could
-        not run (a layer failed, or the toolchain's own first words say it cannot work
-        here), ValueError for a language or dialect there is no runner for; never for
-        what the program does."""
+        sandbox's unless given), inside `budget_s`. Each run's `Outcome.files` holds the
+        files of `fetch` (relative paths) it left, `fetch_bytes` of them in all. Raises
+        `SandboxUnavailable` when the language's toolchain is not usable here
+        (`toolchains` says why) or its build could not run (a layer failed, or the
+        toolchain's own first words say it cannot work here), ValueError for a language or
+        dialect there is no runner for; never for what the program does."""
         if program.language not in LANGUAGES:
             raise ValueError(f"no runner for language {program.language!r}")
         toolchain = self.toolchains.get(program.language)
@@ -157,6 +160,7 @@ class ZygoteSandbox:
                     outcomes,
                     built,
                     build,
+                    (tuple(fetch), fetch_bytes),
                 )
             except (OSError, protocol.ProtocolError) as e:
                 lost = e
@@ -250,16 +254,27 @@ class ZygoteSandbox:
         outcomes: list[Outcome],
         built: list[Outcome],
         build: tuple[float, int],
+        fetch: tuple[tuple[str, ...], int],
     ) -> None:
         """One request for all of `stdins`; each outcome is appended as the zygote answers
         it, a build's (the first frame, for a compiled language) to `built`."""
         if self._process is None or self._process.poll() is not None:
             self._restart()
         assert self._process is not None and self._process.stdin is not None
-        encoded = [program.source.encode("utf-8", "surrogatepass"), *stdins]
+        files = [(os.fsencode(path), data) for path, data in program.files]
+        paths = [os.fsencode(path) for path in fetch[0]]
+        encoded = [
+            program.source.encode("utf-8", "surrogatepass"),
+            *(part for file in files for part in file),
+            *paths,
+            *stdins,
+        ]
         request = {
             "language": program.language,
             "source_bytes": len(encoded[0]),
+            "files": [[len(path), len(data)] for path, data in files],
+            "fetch": [len(path) for path in paths],
+            "fetch_bytes": fetch[1],
             "stdin_bytes": [len(stdin) for stdin in stdins],
             "time_s": limits.time_s,
             "memory_mb": limits.memory_mb,
@@ -277,7 +292,7 @@ class ZygoteSandbox:
         while True:
             wait_s = build[0] if building else limits.time_s
             deadline = time.monotonic() + wait_s + _REPLY_GRACE_S
-            frame = self._receive(deadline, limits.output_bytes + _STDERR_BYTES)
+            frame = self._receive(deadline, limits.output_bytes + _STDERR_BYTES + fetch[1])
             if frame is None:
                 raise protocol.ProtocolError("the zygote ended")
             reply, payload = frame
@@ -297,7 +312,7 @@ class ZygoteSandbox:
                 raise protocol.ProtocolError("a run before its program's build")
             if len(outcomes) == expected:
                 raise protocol.ProtocolError("more outcomes than inputs")
-            outcomes.append(_outcome(reply, payload, limits))
+            outcomes.append(_outcome(reply, payload, limits, fetch))
 
     def _restart(self) -> None:
         self._kill()
@@ -364,12 +379,19 @@ def _is_layer_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(v, str) and v in LAYERS for v in value)
 
 
-def _outcome(reply: protocol.Message, payload: bytes, limits: Limits) -> Outcome:
+def _outcome(
+    reply: protocol.Message,
+    payload: bytes,
+    limits: Limits,
+    fetch: tuple[tuple[str, ...], int] = ((), 0),
+) -> Outcome:
     """A reply checked field by field (anything off is a protocol error); its payload is
-    the run's stdout, then its stderr's tail."""
+    the run's stdout, then its stderr's tail, then the files fetched (`files`: [index in
+    `fetch`'s paths, bytes] each, within `fetch`'s bytes)."""
     kind, exit_code, elapsed = reply.get("kind"), reply.get("exit_code"), reply.get("elapsed_s")
     stdout_bytes, stderr_bytes = reply.get("stdout_bytes"), reply.get("stderr_bytes")
     confinement = reply.get("confinement")
+    fetched = _fetched(reply.get("files", []), fetch)
     if (
         kind not in {k.value for k in Kind}
         or not (exit_code is None or type(exit_code) is int)
@@ -378,15 +400,45 @@ def _outcome(reply: protocol.Message, payload: bytes, limits: Limits) -> Outcome
         or type(stdout_bytes) is not int
         or type(stderr_bytes) is not int
         or not 0 <= stdout_bytes <= limits.output_bytes
-        or stdout_bytes + stderr_bytes != len(payload)
+        or stdout_bytes + stderr_bytes + sum(size for _, size in fetched) != len(payload)
     ):
         raise protocol.ProtocolError(f"malformed reply: {sorted(reply)}")
-    stderr = payload[stdout_bytes:].decode("utf-8", "replace")
+    end = stdout_bytes + stderr_bytes
+    files = {}
+    for path, size in fetched:
+        files[path], end = payload[end : end + size], end + size
+    stderr = payload[stdout_bytes : stdout_bytes + stderr_bytes].decode("utf-8", "replace")
     if confinement is not None:
         stderr = f"sandbox: {confinement}"
     return Outcome(
-        Kind(kind), payload[:stdout_bytes], stderr[-_STDERR_CHARS:], exit_code, float(elapsed)
+        Kind(kind),
+        payload[:stdout_bytes],
+        stderr[-_STDERR_CHARS:],
+        exit_code,
+        float(elapsed),
+        files,
     )
+
+
+def _fetched(files: object, fetch: tuple[tuple[str, ...], int]) -> list[tuple[str, int]]:
+    """(path, bytes) of each file a reply says it fetched, checked: each one asked for,
+    once, in order, their bytes within the cap."""
+    paths, cap = fetch
+    if not isinstance(files, list):
+        raise protocol.ProtocolError("malformed reply: files")
+    found: list[tuple[str, int]] = []
+    last = -1
+    for item in files:
+        if not (isinstance(item, list) and len(item) == 2 and all(type(n) is int for n in item)):
+            raise protocol.ProtocolError("malformed reply: files")
+        index, size = item
+        if not last < index < len(paths) or size < 0:
+            raise protocol.ProtocolError("malformed reply: files")
+        found.append((paths[index], size))
+        last = index
+    if sum(size for _, size in found) > cap:
+        raise protocol.ProtocolError("malformed reply: files over the cap")
+    return found
 
 
 def _build_outcome(reply: protocol.Message, payload: bytes) -> Outcome:

@@ -32,8 +32,6 @@ RUNNERS = {
     "rust": "rust",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names."""
-FILES_LANGUAGES = frozenset({"python"})
-"""The runners a request's `files` and `fetch_files` work with (a Python prelude does it)."""
 DEFAULT_TIMEOUT_S = 10.0
 """SandboxFusion's `run_timeout` and `compile_timeout` when a request names none."""
 MAX_PATH_CHARS = 255
@@ -66,7 +64,8 @@ class RunRequest:
     limits: Limits
     compile_time_s: float
     files: tuple[tuple[str, bytes], ...]
-    """Written in the run's directory before the program starts: (relative path, content)."""
+    """Written in the run's directory before the program starts, and in its build's before
+    it is compiled: (relative path, content)."""
     fetch: tuple[str, ...]
     """Paths read back when the program ends, as the request names them (its answer's keys)."""
 
@@ -91,8 +90,6 @@ def read_request(label: JSON, settings: CodeSettings, caps: FileCaps = FILE_CAPS
     run_s = _seconds(label, "run_timeout", settings.max_time_limit_s)
     compile_s = _seconds(label, "compile_timeout", settings.build_time_s)
     files, fetch = _files(label.get("files"), caps), _fetch(label.get("fetch_files"), caps)
-    if (files or fetch) and runner not in FILES_LANGUAGES:
-        raise RequestError(f"files and fetch_files are run with python only, not {runner}")
     return RunRequest(
         language=runner,
         stdin=(stdin or "").encode("utf-8", "replace"),
@@ -141,10 +138,20 @@ def relative_path(path: JSON) -> str:
     """`path` normalised, when it names a file inside the run's directory; else `RequestError`."""
     if not isinstance(path, str) or not path or len(path) > MAX_PATH_CHARS or "\0" in path:
         raise RequestError(f"file path {_kind(path)} is not a name of 1-255 characters")
+    if not _encodes(path):
+        raise RequestError(f"file path {_kind(path)} is not a file name (a lone surrogate)")
     normal = posixpath.normpath(path)
     if path.startswith("/") or normal == "." or normal.split("/")[0] == "..":
         raise RequestError(f"file path {path[:64]!r} leaves the run's directory")
     return normal
+
+
+def _encodes(path: str) -> bool:
+    try:
+        path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _files(value: JSON, caps: FileCaps) -> tuple[tuple[str, bytes], ...]:

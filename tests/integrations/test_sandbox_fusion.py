@@ -32,8 +32,8 @@ TOKEN = "run-code-test-token"
 SUMMARY = sf.SummaryMapping(
     RunFailed="RunFailed", RunTimeout="RunTimeout", CompileFailed="CompileFailed"
 )
-CPP_FOUND = discover(CodeSettings().toolchain_path, ["cpp"])["cpp"]
-CPP = pytest.mark.skipif(not isinstance(CPP_FOUND, Found), reason=f"cpp: {CPP_FOUND}")
+FOUND = discover(CodeSettings().toolchain_path)
+CPP = pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=f"cpp: {FOUND['cpp']}")
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +158,99 @@ def test_files_go_in_and_come_back(endpoint: str) -> None:
     assert {name: base64.b64decode(data) for name, data in answer.files.items()} == {
         "out.txt": b"HELLO"
     }
+
+
+SHOUTS = {
+    # language: (program, the module it builds or runs with, as SandboxFusion's `files` give it)
+    "python": (
+        "from shout import shout\n"
+        "line = open('data/in.txt').read().strip()\n"
+        "open('data/out.txt', 'w').write(shout(line))\n"
+        "print(line)\n",
+        ("shout.py", "def shout(s):\n    return s.upper()\n"),
+    ),
+    "cpp": (
+        '#include <fstream>\n#include <iostream>\n#include <string>\n#include "shout.h"\n'
+        'int main() { std::ifstream in("data/in.txt"); std::string line; std::getline(in, line);\n'
+        '  std::ofstream("data/out.txt") << shout(line); std::cout << line << "\\n"; }\n',
+        (
+            "shout.h",
+            "#include <cctype>\n#include <string>\n"
+            "std::string shout(std::string s) {\n"
+            "  for (auto& c : s) c = std::toupper(c);\n  return s;\n}\n",
+        ),
+    ),
+    "java": (
+        "import java.nio.file.*;\npublic class Main { public static void main(String[] a)\n"
+        '  throws Exception { String line = Files.readString(Path.of("data/in.txt")).strip();\n'
+        '  Files.writeString(Path.of("data/out.txt"), Shout.shout(line));\n'
+        "  System.out.println(line); } }\n",
+        (
+            "Shout.java",
+            "public class Shout { static String shout(String s) { return s.toUpperCase(); } }\n",
+        ),
+    ),
+    "go": (
+        'package main\n\nimport (\n\t"fmt"\n\t"os"\n\t"strings"\n)\n\nfunc main() {\n'
+        '\tdata, _ := os.ReadFile("data/in.txt")\n\tline := strings.TrimSpace(string(data))\n'
+        '\tos.WriteFile("data/out.txt", []byte(strings.ToUpper(line)), 0o644)\n'
+        "\tfmt.Println(line)\n}\n",
+        ("notes.txt", "go builds the one file it is given, here as under SandboxFusion\n"),
+    ),
+    "nodejs": (
+        'const fs = require("fs");\nconst { shout } = require("./shout.js");\n'
+        'const line = fs.readFileSync("data/in.txt", "utf8").trim();\n'
+        'fs.writeFileSync("data/out.txt", shout(line));\nconsole.log(line);\n',
+        ("shout.js", "exports.shout = (s) => s.toUpperCase();\n"),
+    ),
+    "rust": (
+        "mod shout;\nfn main() {\n"
+        '    let line = std::fs::read_to_string("data/in.txt").unwrap().trim().to_string();\n'
+        '    std::fs::write("data/out.txt", shout::shout(&line)).unwrap();\n'
+        '    println!("{}", line);\n}\n',
+        ("shout.rs", "pub fn shout(s: &str) -> String { s.to_uppercase() }\n"),
+    ),
+}
+"""Each reads a file of `files`, writes one for `fetch_files` in the same directory, using a
+file of `files` as a module where SandboxFusion compiles or runs it beside the program (a
+C++ header, a Rust module, a Java class, a Node module, a Python module)."""
+
+
+def _language(language: str) -> Any:
+    found = FOUND.get({"nodejs": "javascript"}.get(language, language))
+    reason = f"{language}: {found}" if isinstance(found, str) else ""
+    return pytest.param(language, marks=pytest.mark.skipif(bool(reason), reason=reason))
+
+
+@pytest.mark.parametrize("language", [_language(name) for name in SHOUTS])
+def test_files_work_in_every_language(endpoint: str, language: str) -> None:
+    """A program in each language reads a file of `files`, builds or runs with a module among
+    them, and writes a file that `fetch_files` brings back: SandboxFusion's answer (Success,
+    the compiler's code 0, the run's stdout and code 0, the file base64)."""
+    code, (module, text) = SHOUTS[language]
+    request = sf.RunCodeRequest(
+        code=code,
+        language=language,
+        files={
+            "data/in.txt": base64.b64encode(b"hello\n").decode(),
+            module: base64.b64encode(text.encode()).decode(),
+        },
+        fetch_files=["data/out.txt", "missing.txt"],
+    )
+    answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=60)
+    assert answer.status.value == "Success", answer
+    compiled = answer.compile_result
+    if language == "python":
+        assert compiled is None
+    else:
+        assert compiled is not None and (compiled.status.value, compiled.return_code) == (
+            "Finished",
+            0,
+        )
+    run = answer.run_result
+    assert run is not None
+    assert (run.status.value, run.stdout, run.return_code) == ("Finished", "hello\n", 0)
+    assert answer.files == {"data/out.txt": base64.b64encode(b"HELLO").decode()}
 
 
 def test_async_client_runs_code(endpoint: str) -> None:

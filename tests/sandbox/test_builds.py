@@ -29,6 +29,19 @@ def sandbox() -> Iterator[ZygoteSandbox]:
         yield running
 
 
+def test_a_header_among_the_files_is_built_with_and_tells_builds_apart(
+    sandbox: ZygoteSandbox,
+) -> None:
+    """`Program.files` are beside the source when it compiles (`#include "k.h"`), and a build
+    is kept for its source and files together: another header builds again."""
+    source = '#include "k.h"\n#include <iostream>\nint main() { std::cout << K; }\n'
+    outputs = [
+        sandbox.execute(Program("cpp", source, files=(("k.h", k),)), [b""], LIMITS, 30).runs
+        for k in (b"int K = 7;", b"int K = 8;")
+    ]
+    assert [runs[0].stdout for runs in outputs] == [b"7", b"8"]
+
+
 def test_a_program_builds_once_for_all_its_requests(sandbox: ZygoteSandbox) -> None:
     """The tests of one program sent in several requests share one build; another source
     gets its own."""

@@ -433,6 +433,30 @@ def test_a_failure_mid_answer_gives_the_next_answer_a_fresh_zygote(
         assert before not in zygote_processes(tag)
 
 
+REPLY = {"kind": "ok", "exit_code": 0, "elapsed_s": 0.1, "confinement": None}
+REPLY |= {"stdout_bytes": 1, "stderr_bytes": 1}
+
+
+def test_a_reply_s_files_follow_its_streams() -> None:
+    """A run's fetched files follow its stdout and stderr, named by their index in `fetch`."""
+    reply = {**REPLY, "files": [[0, 2], [2, 1]]}
+    outcome = zygote_client._outcome(reply, b"oeaac", LIMITS, (("a", "b", "c"), 3))
+    assert (outcome.stdout, outcome.stderr, outcome.files) == (b"o", "e", {"a": b"aa", "c": b"c"})
+
+
+@pytest.mark.parametrize(
+    "files",
+    [[[3, 1]], [[1, 1], [1, 1]], [[1, 1], [0, 1]], [[0, 4]], [[0, -1]], [[0, 1.0]], {"a": 1}],
+    ids=["not-asked", "twice", "out-of-order", "over-the-cap", "negative", "float", "not-a-list"],
+)
+def test_a_reply_s_files_are_checked_as_data(files: Any) -> None:
+    """A reply naming a file not asked for, one twice or out of order, or more bytes than
+    allowed, is a broken zygote's."""
+    payload = b"oe" + b"x" * sum(max(0, int(f[1])) for f in files if isinstance(f, list))
+    with pytest.raises(zygote_client.protocol.ProtocolError):
+        zygote_client._outcome({**REPLY, "files": files}, payload, LIMITS, (("a", "b", "c"), 3))
+
+
 def test_close_leaves_no_process_behind() -> None:
     """After close, no process started from the zygote script is alive."""
     tag = '"scratch_mb": 37'
@@ -454,6 +478,7 @@ ZYGOTE_SIDE = (
     "namespaces",
     "linux",
     "protocol",
+    "run_files",
 )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +12,7 @@ from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Score, Status
 from reward_service.scorers.code.code_settings import CodeSettings
-from reward_service.scorers.run_code import RunCodeScorer, split_fetched
+from reward_service.scorers.run_code import RunCodeScorer
 from reward_service.scorers.run_request import FileCaps
 
 SETTINGS = CodeSettings(output_bytes=4096)
@@ -121,6 +120,41 @@ def test_fetched_files_share_the_files_cap(scorer: RunCodeScorer) -> None:
     assert list(_score(scorer, code, fetch_files=["a", "b"]).details["files"]) == ["a"]
 
 
+@pytest.mark.parametrize(
+    "ending",
+    ["import os\nos._exit(3)", "import os\nos.kill(os.getpid(), 9)", "while True: pass"],
+    ids=["os._exit", "killed", "time_limit"],
+)
+def test_files_are_fetched_however_the_run_ended(scorer: RunCodeScorer, ending: str) -> None:
+    """Files are read from the run's directory after it ended, as SandboxFusion reads them:
+    a program that exits without cleaning up, is killed or runs out of time still has them."""
+    code = f"open('out.txt', 'w').write('partial')\n{ending}\n"
+    score = _score(scorer, code, fetch_files=["out.txt"], run_timeout=0.5)
+    assert score.status is Status.WRONG
+    assert score.details["files"] == {"out.txt": _b64(b"partial")}
+
+
+HOSTILE_FILES = """\
+import os
+open('secret.txt', 'w').write('mine')
+os.symlink('/etc/passwd', 'passwd')
+os.symlink('/etc', 'etc')
+os.mkfifo('fifo')
+os.mkdir('dir')
+os.link('secret.txt', 'hard')
+"""
+
+
+@pytest.mark.parametrize("path", ["passwd", "etc/passwd", "fifo", "dir", "hard", "secret.txt"])
+def test_only_regular_files_of_the_run_are_fetched(scorer: RunCodeScorer, path: str) -> None:
+    """A link the program left (to a file, to a directory on the way), a FIFO, a directory
+    and a file with another name linked to it come back as nothing: nothing outside the run
+    is read for it and nothing blocks."""
+    score = _score(scorer, HOSTILE_FILES, fetch_files=[path])
+    assert score.status is Status.OK, score.details
+    assert score.details["files"] == {}
+
+
 def test_own_stdout_is_held_to_its_cap_when_files_are_fetched(scorer: RunCodeScorer) -> None:
     """The room made for fetched files does not lift the cap on the program's own output."""
     score = _score(scorer, "print('z' * 5000)", fetch_files=["x"])
@@ -198,12 +232,3 @@ def test_missing_toolchain_is_an_error_naming_it() -> None:
         lonely.close()
     assert score.status is Status.ERROR
     assert score.details["reason"].startswith("cpp: ")
-
-
-def test_report_after_the_mark_keeps_only_the_files_asked_for() -> None:
-    """What follows the last mark is data: only paths asked for, string values, are kept."""
-    report = json.dumps({"out.txt": "eA==", "/etc/shadow": "eA==", "n": 5})
-    split = split_fetched(b"own <m> text<m>" + report.encode(), "<m>", ("out.txt", "n"))
-    assert split == (b"own <m> text", {"out.txt": "eA=="})
-    assert split_fetched(b"no report", "<m>", ("out.txt",)) is None
-    assert split_fetched(b"<m>not json", "<m>", ("out.txt",)) is None

@@ -62,8 +62,6 @@ def test_limits_are_capped_by_the_services(
             "language 'php' is not run here; languages: python, python3, cpp, java, go, nodejs, "
             "javascript, rust",
         ),
-        ({"language": "cpp", "files": {"a": "eA=="}}, "files and fetch_files are run with python"),
-        ({"language": "java", "fetch_files": ["a"]}, "run with python only, not java"),
         ({"language": ["python"]}, "language of type list is not run here"),
         ({"run_timeout": 0}, "run_timeout must be above 0 s"),
         ({"compile_timeout": "10"}, "compile_timeout must be a number, not '10'"),
@@ -118,16 +116,24 @@ def test_files_are_decoded_and_null_contents_skipped() -> None:
     assert request.stdin == b"1 2\n"
 
 
+@pytest.mark.parametrize("language", ["cpp", "java", "go", "nodejs", "rust"])
+def test_files_are_read_for_every_language(language: str) -> None:
+    """`files` and `fetch_files` are taken for the compiled languages as for Python."""
+    request = _read(language=language, files={"in.txt": _b64(b"hi")}, fetch_files=["out.txt"])
+    assert (request.files, request.fetch) == ((("in.txt", b"hi"),), ("out.txt",))
+
+
 def test_fetch_files_keep_their_names_once_each() -> None:
     """Files to fetch keep the names the request gives (its answer's keys), duplicates dropped."""
     assert _read(fetch_files=["./out.txt", "./out.txt"]).fetch == ("./out.txt",)
 
 
 @pytest.mark.parametrize(
-    "path", ["/etc/passwd", "../x", "a/../../x", "..", ".", "", "a\0b", "x" * 256]
+    "path", ["/etc/passwd", "../x", "a/../../x", "..", ".", "", "a\0b", "x" * 256, "lone\ud800"]
 )
 def test_paths_outside_the_run_directory_are_refused(path: str) -> None:
-    """Absolute paths, `..` out of the directory, empty, NUL and over-long names are refused."""
+    """Absolute paths, `..` out of the directory, empty, NUL, over-long names and names no
+    file system holds (a lone surrogate) are refused."""
     with pytest.raises(RequestError):
         relative_path(path)
     with pytest.raises(RequestError):

@@ -1,0 +1,128 @@
+"""A program's files: written into a run's (and a build's) directory, read back after the run.
+
+Stdlib only (the zygote imports it). The zygote writes a request's files
+into each fresh directory before the fork, after the runner's own (the
+source wins a name both want), and reads the files asked for once the run
+and everything it left are dead. Reading never follows a link and takes
+regular files only, each opened component by component from the
+directory's descriptor: a run that leaves `out.txt -> /etc/shadow`, or a
+directory swapped for a link, gets nothing read for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Files = Sequence[tuple[str, memoryview]]
+"""(relative path, content) of each file a run starts with."""
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def unpack(
+    view: memoryview, offset: int, request: Mapping[str, Any]
+) -> tuple[list[tuple[str, memoryview]], list[str], int]:
+    """The files (`files`: [path bytes, content bytes] each) and the paths to fetch (`fetch`:
+    path bytes each) that follow `offset` in a request's payload, and the offset after them."""
+    files: list[tuple[str, memoryview]] = []
+    for path_bytes, data_bytes in request.get("files", []):
+        path = os.fsdecode(bytes(view[offset : offset + path_bytes]))
+        offset += path_bytes
+        files.append((path, view[offset : offset + data_bytes]))
+        offset += data_bytes
+    fetch: list[str] = []
+    for path_bytes in request.get("fetch", []):
+        fetch.append(os.fsdecode(bytes(view[offset : offset + path_bytes])))
+        offset += path_bytes
+    return files, fetch, offset
+
+
+def digest(name: str, source: memoryview, files: Files) -> str:
+    """What tells one build from another: `name` (language, dialect), source and files."""
+    hashed = hashlib.sha256(f"{name}\0{len(source)}\0".encode())
+    hashed.update(source)
+    for path, data in files:
+        encoded = os.fsencode(path)
+        hashed.update(b"%d %d\0" % (len(encoded), len(data)) + encoded)
+        hashed.update(data)
+    return hashed.hexdigest()
+
+
+def parts(path: str) -> list[str] | None:
+    """The components of a relative path inside a directory (`..` taken lexically: no link
+    is ever followed), None for any other path."""
+    if path.startswith("/") or "\0" in path:
+        return None
+    names: list[str] = []
+    for name in path.split("/"):
+        if name == "..":
+            if not names:
+                return None
+            names.pop()
+        elif name not in ("", "."):
+            names.append(name)
+    return names or None
+
+
+def write_files(workdir: str, files: Sequence[tuple[str, memoryview]]) -> None:
+    """Each file at its path under `workdir`, its directories made; one whose place is
+    taken (the program's source, a file where a directory should be) is left out."""
+    for path, data in files:
+        names = parts(path)
+        if names is None:
+            continue
+        with contextlib.suppress(OSError):
+            parent = os.path.join(workdir, *names[:-1])
+            os.makedirs(parent, 0o755, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(os.path.join(parent, names[-1]), flags, 0o644)
+            with open(fd, "wb") as f:
+                f.write(data)
+
+
+def hand_over(workdir: str, uid: int) -> None:
+    """Everything inside `workdir` to `uid`, links themselves and never their targets."""
+    for root, directories, names in os.walk(workdir):
+        for name in (*directories, *names):
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def read_files(workdir: str, paths: Sequence[str], max_bytes: int) -> list[tuple[int, bytes]]:
+    """(index in `paths`, content) of each regular file found, in order, while their bytes
+    in all fit in `max_bytes`; a file missing, not regular, linked or too big is left out."""
+    found: list[tuple[int, bytes]] = []
+    left = max_bytes
+    for index, path in enumerate(paths):
+        data = _read(workdir, path, left)
+        if data is not None:
+            found.append((index, data))
+            left -= len(data)
+    return found
+
+
+def _read(workdir: str, path: str, most: int) -> bytes | None:
+    names = parts(path)
+    if names is None:
+        return None
+    descriptors: list[int] = []
+    try:
+        descriptors.append(os.open(workdir, _DIRECTORY))
+        for name in names[:-1]:
+            descriptors.append(os.open(name, _DIRECTORY, dir_fd=descriptors[-1]))
+        descriptors.append(os.open(names[-1], _FILE, dir_fd=descriptors[-1]))
+        info = os.fstat(descriptors[-1])
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > most:
+            return None
+        with open(descriptors.pop(), "rb") as f:
+            data = f.read(most + 1)
+        return data if len(data) <= most else None
+    except OSError:
+        return None
+    finally:
+        for fd in descriptors:
+            os.close(fd)
