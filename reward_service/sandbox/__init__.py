@@ -9,7 +9,7 @@ bytes and is parsed as data.
 zygote process it starts imports only the stdlib and these modules:
 `zygote` (fork, supervise, answer), `confine` (what a run does to itself),
 `runners` (how a run becomes the program), `toolchains` (compiled
-languages: build once per program, then exec), `seccomp`, `landlock`,
+languages: build once per program, then exec), `seccomp`, `exec_once`, `landlock`,
 `namespaces`, `linux` (ctypes calls) and `protocol` (length-prefixed JSON,
 spoken by both sides). docs/sandbox.md describes the layers.
 """
@@ -32,6 +32,7 @@ LAYERS = (
     "rlimits",
     "uid",
     "seccomp",
+    "exec_once",
     "landlock",
     "userns",
     "netns",

@@ -1,11 +1,15 @@
 """What a run process does to itself between fork and the program.
 
 Stdlib only (the zygote imports it). The order matters: a session of its
-own, the run's pipes on fds 0-3 and nothing else open, rlimits, the
-unprivileged uid (or no capabilities), then not dumpable and the
-parent-death signal (after the uid change, which resets the one and clears
-the other), no_new_privs, landlock, seccomp last. A step that fails ends
-the process before the program runs; the zygote reports it.
+own, the run's pipes on fds 0-3 and nothing else open, the unprivileged
+uid (or no capabilities), the `exec_once` supervisor thread of a run that
+execs its program (after the uid change, which glibc would otherwise signal
+it to make too; before the rlimits, as its stack would not fit under an
+address space smaller than the zygote's), rlimits, then not dumpable and
+the parent-death signal (after the uid change, which resets the one and
+clears the other), no_new_privs, landlock, seccomp last (with a listener
+for the supervisor). A step that fails ends the process before the
+program runs; the zygote reports it.
 
 Also here: which uid a zygote's runs get (`claim_run_uid`, one per zygote)
 and, where runs share the service's uid, the process limit a run gets
@@ -26,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reward_service.sandbox import linux
+from reward_service.sandbox.exec_once import Supervisor
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.seccomp import SyscallFilter
 
@@ -73,7 +78,12 @@ class Confinement:
     landlock_reads: list[str] | None
     """What a run may read under landlock (it writes only its scratch dir); None: no landlock."""
     syscall_filter: SyscallFilter | None
-    _variants: dict[tuple[str, bool, tuple[str, ...]], SyscallFilter] = field(default_factory=dict)
+    exec_once: bool = False
+    """A run that execs its program makes that exec only (`exec_once.works`); False: its
+    filter lets that exec through with any absolute path."""
+    _variants: dict[tuple[str, bool, tuple[str, ...], bool], SyscallFilter] = field(
+        default_factory=dict
+    )
 
     def ruleset(
         self, workdir: str, execute: Sequence[str] | None = None, reads: Sequence[str] = ()
@@ -91,10 +101,12 @@ class Confinement:
         base = self.syscall_filter
         if base is None or mode == "program":
             return base
-        key = (mode, base.read_only_files, allowed)
+        key = (mode, base.read_only_files, allowed, self.exec_once)
         if key not in self._variants:
             exec_fd = EXEC_FD if mode == "exec" else None
-            built = SyscallFilter(base.read_only_files, exec_fd, mode == "build", allowed)
+            built = SyscallFilter(
+                base.read_only_files, exec_fd, mode == "build", allowed, self.exec_once
+            )
             self._variants[key] = built
         return self._variants[key]
 
@@ -114,8 +126,6 @@ class Confinement:
         try:
             os.setsid()
             _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])], exec_fd)
-            step = "rlimits"
-            _set_rlimits(limits)
             if self.run_uid is not None:
                 step = "uid"
                 os.setgroups([])
@@ -124,6 +134,12 @@ class Confinement:
             else:
                 step = "capabilities"
                 linux.drop_capabilities()
+            supervisor = None
+            if syscall_filter is not None and syscall_filter.exec_once:
+                step = "exec_once"
+                supervisor = Supervisor()
+            step = "rlimits"
+            _set_rlimits(limits)
             step = "process"
             os.chdir(workdir)  # as the run: its uid owns the directory, 0700
             # Inherited from the zygote, but a uid change resets it to fs.suid_dumpable (which
@@ -139,7 +155,10 @@ class Confinement:
                 os.close(_RULESET_FD)
             if syscall_filter is not None:
                 step = "seccomp"
-                syscall_filter.install(os.getpid())
+                if supervisor is not None:
+                    supervisor.serve(syscall_filter.install_listening(os.getpid()))
+                else:
+                    syscall_filter.install(os.getpid())
         except OSError as e:
             raise OSError(e.errno, f"{step}: {e.strerror}") from None
 

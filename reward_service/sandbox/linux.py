@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+from collections.abc import Mapping, Sequence
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -46,6 +47,7 @@ SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "clone3": (435, 435),
     "execve": (59, 221),
     "execveat": (322, 281),
+    "seccomp": (317, 277),
     "setsid": (112, 157),
     "setpgid": (109, 154),
     "unshare": (272, 97),
@@ -206,12 +208,30 @@ def _check(result: int) -> int:
     return result
 
 
-def syscall(name_or_number: str | int, *args: int | bytes | None) -> int:
+_Argument = int | bytes | ctypes.c_void_p | ctypes.Array[ctypes.c_char_p] | None
+
+
+def syscall(name_or_number: str | int, *args: _Argument) -> int:
     """A raw system call; raises OSError on failure."""
     number = name_or_number if isinstance(name_or_number, int) else syscall_number(name_or_number)
     if number is None:
         raise OSError(38, f"no syscall {name_or_number!r} on this architecture")
     return _check(_libc.syscall(ctypes.c_long(number), *args))
+
+
+AT_EMPTY_PATH = 0x1000
+
+
+def execveat(fd: int, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Become the file at `fd` (`execveat(fd, "", argv, env, AT_EMPTY_PATH)`); raises OSError.
+
+    Unlike `os.execve`, the interpreter's lock is released while the call waits, so that
+    another thread can answer for it (`exec_once.Supervisor`)."""
+    args = [*(os.fsencode(a) for a in argv), None]
+    variables = [*(os.fsencode(f"{k}={v}") for k, v in env.items()), None]
+    argv_p = (ctypes.c_char_p * len(args))(*args)
+    env_p = (ctypes.c_char_p * len(variables))(*variables)
+    syscall("execveat", fd, b"", argv_p, env_p, AT_EMPTY_PATH)
 
 
 def prctl(option: int, arg2: int = 0, arg3: int | ctypes.c_void_p = 0) -> None:

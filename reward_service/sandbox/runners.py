@@ -6,7 +6,9 @@ the forked interpreter itself (no exec: the filter denies it). A compiled
 language (`toolchains`) runs as two `ExecRunner`s: its build, once per
 program in a confined run of its own, and its launch, in every run: each
 execs the file the zygote opened for it at `confine.EXEC_FD`, the launch
-under a filter that allows exactly that exec.
+under a filter that allows exactly that exec (and, under `exec_once`, once),
+through `linux.execveat`, which releases the interpreter's lock for the
+thread that answers for it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import types
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
+from reward_service.sandbox import linux
 from reward_service.sandbox.confine import EXEC_FD
 from reward_service.sandbox.supervise import Sink
 from reward_service.sandbox.toolchains import Command
@@ -132,6 +135,10 @@ class ExecRunner:
         if self.source_name is not None:
             with open(os.path.join(workdir, self.source_name), "wb") as f:
                 f.write(source)
+        for directory in self.command.directories:
+            os.mkdir(os.path.join(workdir, directory), 0o755)
+        for name, target in self.command.links.items():
+            os.symlink(target, os.path.join(workdir, name))
 
     def run(self, workdir: str) -> NoReturn:
         env = {"HOME": workdir, "TMPDIR": workdir, **ONE_THREAD}
@@ -144,7 +151,7 @@ class ExecRunner:
         for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)
             os.set_inheritable(fd, True)
         try:
-            os.execve(EXEC_FD, self.command.argv, env)
+            linux.execveat(EXEC_FD, self.command.argv, env)
         except OSError as e:
             os.write(2, f"sandbox: exec of {self.command.argv[0]} failed: {e}\n".encode())
         os._exit(EXEC_FAILED)

@@ -25,10 +25,13 @@ from the rest (a filter sees no paths), so such a run writes no file at all.
 
 Two variants serve compiled languages (`toolchains`): a run that becomes its
 program by exec (`exec_fd`) may call `execveat` only with that descriptor
-and exactly `AT_EMPTY_PATH`, never `execve` (a filter sees no path: an
-absolute path given with them is followed, so what holds the exec to the
-program's own file is landlock's execute right, `landlock.Ruleset`); a build
-(`processes`) may fork and exec the compiler's own helpers, and write files.
+and exactly `AT_EMPTY_PATH`, never `execve` nor `seccomp` (a filter sees no
+path: an absolute path given with them is followed). With `exec_once` that
+`execveat` goes to a listener instead (SECCOMP_RET_USER_NOTIF, `install_listening`),
+which lets the run's own exec through and no later one (`exec_once`);
+without it what holds the exec to the program's own file is landlock's
+execute right (`landlock.Ruleset`). A build (`processes`) may fork and exec
+the compiler's own helpers, and write files.
 A runtime may need a denied call (`allowed`: the JVM's `socketpair`, a
 connected pair of unix sockets that reaches nothing outside the process).
 """
@@ -58,6 +61,10 @@ _KILL_PROCESS = 0x80000000
 _EPERM = 0x00050000 | errno.EPERM
 _EACCES = 0x00050000 | errno.EACCES
 _ENOSYS = 0x00050000 | errno.ENOSYS
+USER_NOTIF = 0x7FC00000
+"""SECCOMP_RET_USER_NOTIF: the call waits for its filter's listener (ENOSYS without one)."""
+_SET_MODE_FILTER = 1
+_FILTER_FLAG_NEW_LISTENER = 1 << 3
 
 _NR = 0
 _ARCH = 4
@@ -87,7 +94,6 @@ FILE_WRITES = (
 )  # fmt: skip
 """Calls that answer EACCES under `read_only_files`."""
 _ENOSYS_CALLS = ("clone3", "openat2")
-_AT_EMPTY_PATH = 0x1000
 _EXECS = ("execve", "execveat")
 _PROCESS_CALLS = ("fork", "vfork", *_EXECS)
 """Denied to every run but a build's (a run that execs its program: `execveat` on its fd)."""
@@ -99,6 +105,7 @@ _SPECIAL = (
     "clone",
     "ioctl",
     "fcntl",
+    "seccomp",  # refused to a run that execs (a listener of its own would answer its exec)
 )
 DENIED = tuple(name for name in linux.SYSCALLS if name not in (*_SPECIAL, "prlimit64"))
 """Calls that answer EPERM whatever their arguments."""
@@ -146,11 +153,14 @@ class SyscallFilter:
         exec_fd: int | None = None,
         processes: bool = False,
         allowed: tuple[str, ...] = (),
+        exec_once: bool = False,
     ) -> None:
         if linux.ARCH is None:
             raise OSError(errno.ENOTSUP, "seccomp filter: unsupported architecture")
         read_only_files = read_only_files and not processes
         self.read_only_files = read_only_files
+        self.exec_once = exec_once and exec_fd is not None and not processes
+        """Its one exec waits for a listener (`install_listening`)."""
         header: list[_Item] = [
             _op(_LD_W_ABS, _ARCH),
             _op(_JEQ_K, _AUDIT_ARCH[linux.ARCH], jt=1),
@@ -175,7 +185,8 @@ class SyscallFilter:
                 rule(name, [_op(_RET_K, _EPERM)])
         if exec_fd is not None and not processes:
             rule("execve", [_op(_RET_K, _EPERM)])
-            rule("execveat", _execveat_of(exec_fd))
+            rule("execveat", _execveat_of(exec_fd, USER_NOTIF if self.exec_once else _ALLOW))
+            rule("seccomp", [_op(_RET_K, _EPERM)])
         for name in _ENOSYS_CALLS:
             rule(name, [_op(_RET_K, _ENOSYS)])
         if read_only_files:
@@ -221,9 +232,19 @@ class SyscallFilter:
 
         Writes the pid into the filter built in the zygote: a forked run changes its own
         copy only."""
+        linux.prctl(linux.PR_SET_SECCOMP, 2, self._prepare(own_pid))
+
+    def install_listening(self, own_pid: int) -> int:
+        """`install`, with a new listener for the filter's notifications: its fd
+        (close-on-exec). Fails with EBUSY where a filter above has a listener."""
+        fprog = self._prepare(own_pid)
+        return linux.syscall("seccomp", _SET_MODE_FILTER, _FILTER_FLAG_NEW_LISTENER, fprog)
+
+    def _prepare(self, own_pid: int) -> ctypes.c_void_p:
+        """The program with `own_pid` in it, to install after no-new-privileges."""
         self._set_pid(own_pid)
         linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
-        linux.prctl(linux.PR_SET_SECCOMP, 2, ctypes.c_void_p(ctypes.addressof(self._fprog)))
+        return ctypes.c_void_p(ctypes.addressof(self._fprog))
 
     def program(self, own_pid: int) -> bytes:
         """The instructions `install` hands the kernel, with `own_pid` filled in."""
@@ -246,14 +267,14 @@ def _allow_if(arg: int, mask: int, equals: int, denial: int = _EPERM) -> list[_I
     ]
 
 
-def _execveat_of(fd: int) -> list[_Item]:
-    """Allow `execveat(fd, "", ..., AT_EMPTY_PATH)` (its flags exactly), else EPERM."""
+def _execveat_of(fd: int, verdict: int) -> list[_Item]:
+    """`verdict` for `execveat(fd, ..., AT_EMPTY_PATH)` (its flags exactly), else EPERM."""
     return [
         _op(_LD_W_ABS, _ARGS_LOW),
         _op(_JEQ_K, fd, jf=3),
         _op(_LD_W_ABS, _ARGS_LOW + 8 * 4),
-        _op(_JEQ_K, _AT_EMPTY_PATH, jf=1),
-        _op(_RET_K, _ALLOW),
+        _op(_JEQ_K, linux.AT_EMPTY_PATH, jf=1),
+        _op(_RET_K, verdict),
         _op(_RET_K, _EPERM),
     ]
 

@@ -42,7 +42,7 @@ import tempfile
 import time
 import typing
 
-from reward_service.sandbox import landlock, linux, namespaces, protocol, run_files
+from reward_service.sandbox import exec_once, landlock, linux, namespaces, protocol, run_files
 from reward_service.sandbox.confine import (
     CONFINEMENT_FAILED,
     PR_SET_DUMPABLE,
@@ -176,6 +176,7 @@ class Zygote:
             run_uid=self.uid_claim[0] if self.uid_claim is not None else None,
             landlock_reads=read_paths if landlock.abi() >= 1 else None,
             syscall_filter=_try(lambda: SyscallFilter(read_only_files=landlock.abi() < 1)),
+            exec_once=exec_once.works(),
         )
 
     @property
@@ -184,6 +185,7 @@ class Zygote:
         layers = ["process", "rlimits"]
         layers += ["uid"] if c.run_uid is not None else []
         layers += ["seccomp"] if c.syscall_filter is not None else []
+        layers += ["exec_once"] if c.syscall_filter is not None and c.exec_once else []
         layers += ["landlock"] if c.landlock_reads is not None else []
         layers += self.namespaces
         if {"netns", "mountns", "pidns"} <= set(self.namespaces):

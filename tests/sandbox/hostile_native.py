@@ -193,6 +193,50 @@ NATIVE: tuple[NativeHostile, ...] = (
         ERR,
     ),
     _n(
+        "cpp_exec_own_listener",
+        'a seccomp listener of its own that lets its own execveat(64, "/bin/sh") go on',
+        """\
+        #include <cstddef>
+        #include <linux/filter.h>
+        #include <linux/seccomp.h>
+        #include <pthread.h>
+        #include <sys/ioctl.h>
+        static int listener = -1;
+        static void *answer(void *) {
+            for (;;) {
+                seccomp_notif call; seccomp_notif_resp reply;
+                std::memset(&call, 0, sizeof call);
+                if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &call) != 0) return nullptr;
+                std::memset(&reply, 0, sizeof reply);
+                reply.id = call.id;
+                reply.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+                ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &reply);
+            }
+        }
+        int main() {
+            sock_filter code[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_execveat, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            sock_fprog program = {4, code};
+            listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                    SECCOMP_FILTER_FLAG_NEW_LISTENER, &program);
+            std::printf("listener %d %s\\n", listener, std::strerror(errno));
+            pthread_t thread;
+            if (listener >= 0) pthread_create(&thread, nullptr, answer, nullptr);
+            char sh[] = "/bin/sh", c[] = "-c", say[] = "echo ACHIEVED own listener";
+            char *argv[] = {sh, c, say, nullptr}, *envp[] = {nullptr};
+            syscall(SYS_execveat, 64, sh, argv, envp, AT_EMPTY_PATH);
+            std::printf("exec refused: %s\\n", std::strerror(errno));
+            return 0;
+        }
+        """,
+        OK,
+        ERR,
+    ),
+    _n(
         "cpp_read_secrets",
         "read every /proc/*/environ, cmdline and fd, the token, and files of the home and repo",
         """\
@@ -244,4 +288,4 @@ NATIVE: tuple[NativeHostile, ...] = (
     ),
 )
 """The C++ programs of the hostile suite, by family: signals, processes, memory, network,
-exec, secrets."""
+exec (a shell; a shell through a listener of the program's own), secrets."""

@@ -39,10 +39,6 @@ READ_GAPS: dict[str, str] = {
 """Programs that read a secret where reads are unconfined, and the canary each can read:
 a documented gap (require `landlock` there), pinned so that it can only shrink. The API
 token is never among them: no child process holds it."""
-EXEC_GAPS: dict[str, str] = {"cpp_exec_shell": "ACHIEVED exec ran a shell"}
-"""Where no landlock holds a compiled program's exec to its own file, `execveat` with the
-exec descriptor's number and an absolute path runs another binary, under the same seccomp
-filter and limits (docs/sandbox.md): pinned, so that it can only shrink."""
 
 _X86_64 = 0xC000003E
 _NR = {"clone": 56, "unshare": 272, "setns": 308, "clone3": 435}

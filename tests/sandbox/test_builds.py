@@ -113,7 +113,7 @@ def test_a_built_program_execs_nothing_but_itself(sandbox: ZygoteSandbox) -> Non
     (run,) = sandbox.run(Program("cpp", EXECS), [b""], LIMITS, 30)
     lines = run.stdout.decode().splitlines()
     assert run.kind is Kind.OK and "EXECUTED" not in run.stdout.decode(), run
-    refused = {"Operation not permitted", "Permission denied"}
+    refused = {"Operation not permitted", "Permission denied", "Function not implemented"}
     assert [line.split(" ", 1)[0] for line in lines] == [
         "execve",
         "execveat",
@@ -122,3 +122,40 @@ def test_a_built_program_execs_nothing_but_itself(sandbox: ZygoteSandbox) -> Non
     ]
     assert all(line.split(" ", 1)[1] in refused for line in lines[:3]), lines
     assert lines[3] == "fork -1", lines
+
+
+EXEC_AGAIN = r"""
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(int argc, char **args) {
+    if (argc > 1) { std::printf("EXECUTED again\n"); return 0; }
+    char again[] = "again", sh[] = "/bin/sh", arg[] = "-c", say[] = "echo EXECUTED";
+    char *self_argv[] = {args[0], again, nullptr}, *envp[] = {nullptr};
+    char *sh_argv[] = {sh, arg, say, nullptr};
+    // its own binary (LD_ORIGIN_PATH is its directory), by the call its one exec made
+    std::string self = std::string(std::getenv("LD_ORIGIN_PATH")) + "/main";
+    syscall(SYS_execveat, 64, self.c_str(), self_argv, envp, AT_EMPTY_PATH);
+    std::printf("self %s\n", std::strerror(errno));
+    syscall(SYS_execveat, 64, sh, sh_argv, envp, AT_EMPTY_PATH);
+    std::printf("shell %s\n", std::strerror(errno));
+}
+"""
+
+
+def test_after_its_one_exec_a_program_cannot_exec_even_itself(sandbox: ZygoteSandbox) -> None:
+    """Under `exec_once` the run's exec was its last: the same call on its own binary (which
+    landlock lets it execute) answers ENOSYS, and so does the shell by fd 64 and a path."""
+    if "exec_once" not in sandbox.layers:
+        pytest.skip(f"exec_once is off here (layers: {', '.join(sandbox.layers)})")
+    (run,) = sandbox.run(Program("cpp", EXEC_AGAIN), [b""], LIMITS, 30)
+    assert run.kind is Kind.OK, run
+    assert run.stdout.decode().splitlines() == [
+        "self Function not implemented",
+        "shell Function not implemented",
+    ]

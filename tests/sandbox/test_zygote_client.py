@@ -474,6 +474,7 @@ ZYGOTE_SIDE = (
     "toolchains",
     "supervise",
     "seccomp",
+    "exec_once",
     "landlock",
     "namespaces",
     "linux",
