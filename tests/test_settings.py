@@ -221,4 +221,4 @@ def test_unknown_required_sandbox_layers_stop_start_up(
     with pytest.raises(InvalidSetting, match="REWARD_CODE__REQUIRED_LAYERS") as error:
         _code()
     assert f"unknown sandbox layers [{unknown}]" in str(error.value)
-    assert "known: process, rlimits, uid, seccomp, landlock" in str(error.value)
+    assert "known: process, rlimits, uid, seccomp, exec_once, landlock" in str(error.value)
