@@ -15,13 +15,14 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 Files = Sequence[tuple[str, memoryview]]
 """(relative path, content) of each file a run starts with."""
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def unpack(
@@ -70,17 +71,15 @@ def parts(path: str) -> list[str] | None:
 
 
 def write_files(workdir: str, files: Sequence[tuple[str, memoryview]]) -> None:
-    """Each file at its path under `workdir`, its directories made; one whose place is
-    taken (the program's source, a file where a directory should be) is left out."""
+    """Each file at its path under `workdir`, its directories made (never through a link:
+    the runner's own may be among them); one whose place is taken (the program's source, a
+    file where a directory should be) is left out."""
     for path, data in files:
         names = parts(path)
         if names is None:
             continue
-        with contextlib.suppress(OSError):
-            parent = os.path.join(workdir, *names[:-1])
-            os.makedirs(parent, 0o755, exist_ok=True)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(os.path.join(parent, names[-1]), flags, 0o644)
+        with contextlib.suppress(OSError), _parent(workdir, names, make=True) as parent:
+            fd = os.open(names[-1], _NEW_FILE, 0o644, dir_fd=parent)
             with open(fd, "wb") as f:
                 f.write(data)
 
@@ -98,31 +97,40 @@ def read_files(workdir: str, paths: Sequence[str], max_bytes: int) -> list[tuple
     found: list[tuple[int, bytes]] = []
     left = max_bytes
     for index, path in enumerate(paths):
-        data = _read(workdir, path, left)
+        names = parts(path)
+        data = None
+        if names is not None:
+            with contextlib.suppress(OSError), _parent(workdir, names, make=False) as parent:
+                data = _read(os.open(names[-1], _FILE, dir_fd=parent), left)
         if data is not None:
             found.append((index, data))
             left -= len(data)
     return found
 
 
-def _read(workdir: str, path: str, most: int) -> bytes | None:
-    names = parts(path)
-    if names is None:
-        return None
-    descriptors: list[int] = []
+@contextlib.contextmanager
+def _parent(workdir: str, names: list[str], make: bool) -> Iterator[int]:
+    """The directory that holds `names`' last component, opened from `workdir` one component
+    at a time without following a link (each made first, with `make`)."""
+    descriptors = [os.open(workdir, _DIRECTORY)]
     try:
-        descriptors.append(os.open(workdir, _DIRECTORY))
         for name in names[:-1]:
+            if make:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o755, dir_fd=descriptors[-1])
             descriptors.append(os.open(name, _DIRECTORY, dir_fd=descriptors[-1]))
-        descriptors.append(os.open(names[-1], _FILE, dir_fd=descriptors[-1]))
-        info = os.fstat(descriptors[-1])
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > most:
-            return None
-        with open(descriptors.pop(), "rb") as f:
-            data = f.read(most + 1)
-        return data if len(data) <= most else None
-    except OSError:
-        return None
+        yield descriptors[-1]
     finally:
         for fd in descriptors:
             os.close(fd)
+
+
+def _read(fd: int, most: int) -> bytes | None:
+    """The content of the file open at `fd` (closed here), if it is a regular file of one
+    link and at most `most` bytes."""
+    with open(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > most:
+            return None
+        data = f.read(most + 1)
+    return data if len(data) <= most else None

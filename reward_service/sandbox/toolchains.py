@@ -18,7 +18,7 @@ import shutil
 import struct
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 """PATH of a build run: the compilers' own helpers (cc1plus, as, ld, cc) are found there."""
@@ -46,6 +46,10 @@ class Command:
     executable: str
     argv: list[str]
     env: dict[str, str]
+    directories: tuple[str, ...] = ()
+    """Made in the run's directory before it starts, parents first."""
+    links: dict[str, str] = field(default_factory=dict)
+    """Symbolic links made there, name -> target."""
 
 
 class Toolchain:
@@ -143,7 +147,7 @@ class Rust(Toolchain):
     dialects = ("2021", "2018", "2015", "2024")
     source_file = "main.rs"
     memory_errors = (b"memory allocation of",)
-    unusable = tuple(  # rustc 1.63, where runs have no /proc (1.95 needs none)
+    unusable = tuple(  # a rustc that needs /proc where runs have none
         f"thread '{name}' panicked at 'failed to get current_exe".encode()
         for name in ("rustc", "main")
     )
@@ -151,8 +155,14 @@ class Rust(Toolchain):
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         argv = ["rustc", "--edition", dialect, "-O", "-C", "target-feature=+crt-static"]
         argv += ["-C", f"linker={found.tools['cc']}", "--sysroot", found.tools["sysroot"]]
-        argv += ["-o", "main", source_name]  # its sysroot: rustc reads /proc/self/exe else
-        return Command(found.tools["rustc"], argv, {"PATH": BUILD_PATH})
+        argv += ["-o", "main", source_name]
+        # rustc 1.63 (Debian's) looks for a sysroot to list translations from whatever
+        # --sysroot says: from argv[0] when that names a link and ./lib/rustlib exists,
+        # else from /proc/self/exe, panicking where runs have no /proc (a user namespace's
+        # mount namespace): argv[0] is a link to it in the build's directory
+        directories = ("lib", "lib/rustlib")
+        links = {"rustc": found.tools["rustc"]}
+        return Command(found.tools["rustc"], argv, {"PATH": BUILD_PATH}, directories, links)
 
     def discover(self, path: str) -> Found | str:
         proxy = shutil.which("rustc", path=path)

@@ -29,6 +29,7 @@ from reward_service.scorers.run_request import (
 if TYPE_CHECKING:
     from reward_service.sandbox.zygote_client import ZygoteSandbox
 
+
 class RunCodeScorer(Scorer):
     """1.0 when the program ran and exited 0, else 0.0; the run in the details.
 

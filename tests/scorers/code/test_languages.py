@@ -89,7 +89,8 @@ fn main() {
     let mut s = String::new();
     std::io::stdin().read_to_string(&mut s).unwrap();
     let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();
-    if v[0] == 1 { let mut x: u64 = 0; loop { x = std::hint::black_box(x.wrapping_add(1)); } }
+    let mut x: u64 = 0;  // volatile: a spin no optimiser removes (black_box is 1.66's)
+    if v[0] == 1 { loop { unsafe { std::ptr::write_volatile(&mut x, x.wrapping_add(1)) } } }
     if v[0] == 2 { let mut held = Vec::new(); loop { held.push(vec![1u8; 1 << 20]); } }
     println!("{}", v[1] + v[2]);
 }
