@@ -169,7 +169,7 @@ RUN_CODE: dict[str, Any] = {
                     "files": {
                         "type": "object",
                         "additionalProperties": {"type": ["string", "null"]},
-                        "description": "Relative path -> base64 content, written before the run.",
+                        "description": "Path -> base64 content, beside the program built and run.",
                     },
                     "fetch_files": {
                         "type": "array",
