@@ -4,7 +4,9 @@ Each check times a server-side step at input size n and 10n in the same
 run (best of several interleaved repeats, garbage collector off) and
 fails when the cost grows far faster than the input: ~10x is linear,
 ~100x quadratic. A fast machine shrinks both timings alike, so it cannot
-hide a non-linear step.
+hide a non-linear step. Cost is the thread's CPU time, not the wall
+clock: on a loaded machine a 10 ms sample is preempted every time and a
+0.5 ms one seldom, which made linear steps look 30x (measured at load 4).
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ MIN_SAMPLE_S = 2e-4
 
 
 def _seconds(call: Callable[[], object], inner: int) -> float:
-    started = time.perf_counter()
+    started = time.thread_time()
     for _ in range(inner):
         call()
-    return time.perf_counter() - started
+    return time.thread_time() - started
 
 
 def _growth(small: Callable[[], object], large: Callable[[], object]) -> tuple[float, float]:
