@@ -41,19 +41,25 @@ _PROBE_FD = 64
 class Supervisor:
     """A thread of the run process that lets the first exec it is asked about go on.
 
-    Started before the run's limits (`confine` says why there), it waits for `serve`
-    to give it the listener of the filter just installed."""
+    Started before the run's limits (`confine` says why there), it is parked, its
+    buffers and frame allocated, before the constructor returns (under an address-space
+    limit below the zygote's size a thread could not allocate them), and waits for
+    `serve` to give it the listener of the filter just installed."""
 
     def __init__(self) -> None:
         self._listener = -1
-        self._given = _thread.allocate_lock()
-        self._given.acquire()
-        self._closed = _thread.allocate_lock()
-        self._closed.acquire()
+        self._notification = bytearray(_NOTIFICATION_SIZE)
+        self._response = bytearray(_RESPONSE.pack(0, 0, 0, _FLAG_CONTINUE))
+        self._call_in = memoryview(self._notification)[:8]
+        self._call_out = memoryview(self._response)[:8]
+        self._given, self._parked, self._closed = (_thread.allocate_lock() for _ in range(3))
+        for lock in (self._given, self._parked, self._closed):
+            lock.acquire()
         try:
             _thread.start_new_thread(self._answer_once, ())
         except RuntimeError as e:  # no thread left under the uid's RLIMIT_NPROC
             raise OSError(errno.EAGAIN, str(e)) from None
+        self._parked.acquire()
 
     def serve(self, listener: int) -> None:
         self._listener = listener
@@ -64,22 +70,23 @@ class Supervisor:
         self._closed.acquire()
 
     def _answer_once(self) -> None:
-        self._given.acquire()
         try:
+            self._parked.release()
+            self._given.acquire()
             while True:
-                notification = bytearray(_NOTIFICATION_SIZE)
                 try:
-                    fcntl.ioctl(self._listener, _NOTIF_RECV, notification)
-                    (call,) = struct.unpack_from("=Q", notification)
-                    response = bytearray(_RESPONSE.pack(call, 0, 0, _FLAG_CONTINUE))
-                    fcntl.ioctl(self._listener, _NOTIF_SEND, response)
+                    fcntl.ioctl(self._listener, _NOTIF_RECV, self._notification)
+                    self._call_out[:] = self._call_in
+                    fcntl.ioctl(self._listener, _NOTIF_SEND, self._response)
                     return
                 except OSError as e:
                     # ENOENT: the exec was interrupted before the answer; it asks again
                     if e.errno not in (errno.ENOENT, errno.EINTR):
                         return
+                self._notification[:] = bytes(_NOTIFICATION_SIZE)  # RECV wants it zeroed
         finally:
-            os.close(self._listener)
+            if self._listener >= 0:
+                os.close(self._listener)
             self._closed.release()
 
 

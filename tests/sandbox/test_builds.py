@@ -159,3 +159,18 @@ def test_after_its_one_exec_a_program_cannot_exec_even_itself(sandbox: ZygoteSan
         "self Function not implemented",
         "shell Function not implemented",
     ]
+
+
+@pytest.mark.parametrize("memory_mb", [16, 32])
+def test_a_program_runs_under_an_address_space_below_the_zygotes(
+    sandbox: ZygoteSandbox, memory_mb: int
+) -> None:
+    """A run's limits come before its exec, so `memory_mb` below the zygote's own size (~27 MB)
+    binds the run's process while it is still the zygote's copy: what `exec_once`'s thread
+    needs is allocated before them, and every run starts."""
+    source = '#include <cstdio>\nint main() { std::puts("ok"); }\n'
+    limits = Limits(time_s=2.0, memory_mb=memory_mb, output_bytes=1 << 16)
+    done = sandbox.execute(
+        Program("cpp", source), [b""] * 5, limits, 30, stop_at_first_failure=False
+    )
+    assert [(run.kind, run.stdout) for run in done.runs] == [(Kind.OK, b"ok\n")] * 5, done.runs
