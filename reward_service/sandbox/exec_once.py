@@ -36,6 +36,8 @@ _RESPONSE = struct.Struct("=QqiI")
 """struct seccomp_notif_resp: id, val, error, flags."""
 _FLAG_CONTINUE = 1
 _PROBE_FD = 64
+_PARK_TIMEOUT_S = 5.0
+"""How long a run waits for its supervisor thread to start (far more than it takes)."""
 
 
 class Supervisor:
@@ -59,7 +61,8 @@ class Supervisor:
             _thread.start_new_thread(self._answer_once, ())
         except RuntimeError as e:  # no thread left under the uid's RLIMIT_NPROC
             raise OSError(errno.EAGAIN, str(e)) from None
-        self._parked.acquire()
+        if not self._parked.acquire(timeout=_PARK_TIMEOUT_S):
+            raise OSError(errno.ETIMEDOUT, "the supervisor thread did not start")
 
     def serve(self, listener: int) -> None:
         self._listener = listener
