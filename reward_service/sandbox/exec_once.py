@@ -22,6 +22,7 @@ import _thread
 import errno
 import fcntl
 import os
+import signal
 import struct
 
 from reward_service.sandbox import linux
@@ -36,6 +37,7 @@ _RESPONSE = struct.Struct("=QqiI")
 """struct seccomp_notif_resp: id, val, error, flags."""
 _FLAG_CONTINUE = 1
 _PROBE_FD = 64
+_PROBE_TIMEOUT_S = 5
 _PARK_TIMEOUT_S = 5.0
 """How long a run waits for its supervisor thread to start (far more than it takes)."""
 
@@ -104,6 +106,8 @@ def works() -> bool:
     if pid == 0:
         status = 1
         try:
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.alarm(_PROBE_TIMEOUT_S)  # a probe that hangs failed
             status = 0 if _let_through_once(probe) else 1
         finally:
             os._exit(status)
