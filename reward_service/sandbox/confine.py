@@ -4,8 +4,9 @@ Stdlib only (the zygote imports it). The order matters: a session of its
 own, the run's pipes on fds 0-3 and nothing else open, the unprivileged
 uid (or no capabilities), the `exec_once` supervisor thread of a run that
 execs its program (after the uid change, which glibc would otherwise signal
-it to make too; before the rlimits, as its stack would not fit under an
-address space smaller than the zygote's), rlimits, then not dumpable and
+it to make too; before the rlimits, as neither its stack nor its first
+frame would fit under an address space smaller than the zygote's),
+rlimits, then not dumpable and
 the parent-death signal (after the uid change, which resets the one and
 clears the other), no_new_privs, landlock, seccomp last (with a listener
 for the supervisor). A step that fails ends the process before the
