@@ -6,11 +6,10 @@ uid (or no capabilities), the `exec_once` supervisor thread of a run that
 execs its program (after the uid change, which glibc would otherwise signal
 it to make too; before the rlimits, as neither its stack nor its first
 frame would fit under an address space smaller than the zygote's),
-rlimits, then not dumpable and
-the parent-death signal (after the uid change, which resets the one and
-clears the other), no_new_privs, landlock, seccomp last (with a listener
-for the supervisor). A step that fails ends the process before the
-program runs; the zygote reports it.
+rlimits, then not dumpable and the parent-death signal (after the uid
+change, which resets the one and clears the other), no_new_privs,
+landlock, seccomp last (with a listener for the supervisor). A step that
+fails ends the process before the program runs; the zygote reports it.
 
 Also here: which uid a zygote's runs get (`claim_run_uid`, one per zygote)
 and, where runs share the service's uid, the process limit a run gets
