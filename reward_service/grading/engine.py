@@ -157,7 +157,10 @@ class ScoringEngine:
         deadlines = {name: self.deadline_for(name) for name in self.registry.names()}
         self.limits = replace(self.limits, deadlines=deadlines)
         self.registry = self.registry.configured(self.limits, scorer_settings)
-        self._run_checks(scorer_settings)
+        # The checks (a sandbox probe, toolchains' versions, checker data) take a second or
+        # two of waiting on other processes, as does the pool's start: side by side, in a
+        # thread beside the loop. A required check that fails still stops start-up.
+        checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
         pool = WorkerPool(
@@ -173,7 +176,18 @@ class ScoringEngine:
             context=context,
             on_restart=self._on_restart,
         )
-        await pool.start()
+        starting = asyncio.ensure_future(pool.start())
+        try:
+            await asyncio.wait({checks, starting}, return_when=asyncio.FIRST_EXCEPTION)
+            if checks.done():
+                checks.result()
+            await starting
+            await checks
+        except BaseException:
+            starting.cancel()
+            await asyncio.gather(starting, checks, return_exceptions=True)
+            await pool.close()
+            raise
         self._pool = pool
         for scorer in self.registry.build(AsyncScorer):
             assert isinstance(scorer, AsyncScorer)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
 from reward_service.grading.engine import ScoringEngine
+from reward_service.grading.pool import WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.sandbox import Sandbox
 from reward_service.sandbox.zygote_client import ZYGOTE
@@ -130,6 +132,27 @@ def test_a_required_sandbox_layer_that_cannot_be_had_stops_start_up() -> None:
     and userns, non-root only, are never both active)."""
     with pytest.raises(SandboxUnavailable, match="not active here"):
         _checked(scorers={"code": {"required_layers": ["uid", "userns"]}})
+
+
+def test_a_required_check_failing_beside_the_pools_start_stops_start_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The start-up checks run while the workers start: a required one that fails still
+    stops start-up with its own error, and the workers started beside it are stopped."""
+    pools: list[WorkerPool] = []
+
+    class Recorded(WorkerPool):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            pools.append(self)
+
+    monkeypatch.setattr("reward_service.grading.engine.WorkerPool", Recorded)
+    engine = _engine(scorers={"code": {"required_layers": ["uid", "userns"]}})
+    with pytest.raises(SandboxUnavailable, match="not active here"):
+        asyncio.run(engine.start())
+    assert engine.pool is None and not engine.ready
+    [pool] = pools
+    assert pool.alive == 0
 
 
 def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(
