@@ -77,9 +77,11 @@ def _status(url: str) -> int:
         return 0
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[str]:
-    """The base URL of `reward-service serve` run from a fresh install of the wheel."""
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of `reward-service serve` run from a fresh install of the wheel, one
+    install for the module's bodies (each install takes about a minute)."""
+    tmp_path = tmp_path_factory.mktemp("image-install")
     venv = _installed_venv(tmp_path)
     port = _free_port()
     command = [str(venv / "bin" / "reward-service"), "serve", "--host", "127.0.0.1"]

@@ -13,7 +13,7 @@ from reward_service.testing import Reply, StandIn, live_server
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_rollout_and_evaluation_load_holds_the_thresholds(tmp_path: Path) -> None:
-    """64 SLIME-like users for 60 s: no failure, no wrong reward, p99 and volume in bounds."""
+    """64 SLIME-like users for 30 s: no failure, no wrong reward, p99 and volume in bounds."""
     thresholds = load_thresholds()
     run = thresholds["run"]
     with live_server(workers=run["workers"]) as server:
