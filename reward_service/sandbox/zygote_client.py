@@ -84,6 +84,11 @@ class ZygoteSandbox:
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
         self._layers = self._start()
+        gap = exec_gap(self._layers)
+        if gap is not None:
+            for language, toolchain in self.toolchains.items():
+                if isinstance(toolchain, Found):
+                    self.toolchains[language] = gap
         missing = unmet_layers(self._required, self._layers)
         if missing:
             self.close()
@@ -447,6 +452,19 @@ def _build_outcome(reply: protocol.Message, payload: bytes) -> Outcome:
     checked = _outcome(fields, payload, Limits(0.0, 0, 0))  # a build answers no stdout
     stderr = checked.stderr if reply.get("confinement") else payload.decode("utf-8", "replace")
     return Outcome(checked.kind, b"", stderr, checked.exit_code, checked.elapsed_s)
+
+
+def exec_gap(layers: Iterable[str]) -> str | None:
+    """Why compiled programs cannot run under `layers`, or None: a compiled program is
+    exec'd, and only landlock's execute right or `exec_once` holds it to that one exec
+    (without either it could exec a shell by `execveat` with an absolute path, which no
+    filter can read): closed, not run with that gap."""
+    if {"landlock", "exec_once"} & set(layers):
+        return None
+    return (
+        "compiled programs need the landlock or exec_once layer, neither of which is "
+        "active here (exec_once: Linux 5.5+ and no seccomp listener above the service)"
+    )
 
 
 def probe_layers(scratch_mb: int = 64) -> tuple[str, ...]:

@@ -10,9 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Program
 from reward_service.sandbox.toolchains import Found, discover
-from reward_service.sandbox.zygote_client import ZygoteSandbox
+from reward_service.sandbox.zygote_client import ZygoteSandbox, exec_gap
 from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
 
 CPP = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
@@ -174,3 +175,38 @@ def test_a_program_runs_under_an_address_space_below_the_zygotes(
         Program("cpp", source), [b""] * 5, limits, 30, stop_at_first_failure=False
     )
     assert [(run.kind, run.stdout) for run in done.runs] == [(Kind.OK, b"ok\n")] * 5, done.runs
+
+
+@pytest.mark.parametrize(
+    ("layers", "closed"),
+    [
+        ({"seccomp", "landlock"}, False),
+        ({"seccomp", "exec_once"}, False),
+        ({"seccomp", "uid"}, True),
+        ({"process", "rlimits"}, True),
+    ],
+)
+def test_exec_gap_names_the_platforms_a_compiled_program_could_exec_a_shell_on(
+    layers: set[str], closed: bool
+) -> None:
+    """Only landlock's execute right or exec_once hold a program to its one exec."""
+    assert (exec_gap(layers) is not None) is closed
+
+
+def test_compiled_languages_are_closed_where_no_layer_holds_their_exec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With neither landlock nor exec_once (an old kernel), a C++ answer is refused with the
+    reason instead of run with the exec gap; Python, which never execs, still runs."""
+    started = ZygoteSandbox._start
+
+    def weaker(self: ZygoteSandbox) -> tuple[str, ...]:
+        return tuple(layer for layer in started(self) if layer not in ("landlock", "exec_once"))
+
+    monkeypatch.setattr(ZygoteSandbox, "_start", weaker)
+    with ZygoteSandbox(toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["cpp"]) as weak:
+        assert "landlock or exec_once" in str(weak.toolchains["cpp"])
+        with pytest.raises(SandboxUnavailable, match="exec_once"):
+            weak.execute(Program("cpp", ECHO), [b"21\n"], LIMITS, 30)
+        [run] = weak.run(Program("python", "print(2 * int(input()))"), [b"21\n"], LIMITS, 30)
+        assert run.stdout == b"42\n"

@@ -134,10 +134,12 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
     try:
         with sandbox_for(settings) as sandbox:
             layers = list(sandbox.layers)
+            closed = {k: v for k, v in sandbox.toolchains.items() if isinstance(v, str)}
     except SandboxUnavailable as exc:
         if required:
             raise
         return StartupCheck(False, f"sandbox unavailable; code answers grade as errors: {exc}")
+    toolchains.update((k, closed[k]) for k in toolchains if isinstance(closed.get(k), str))
     found = {k: v.version for k, v in sorted(toolchains.items()) if isinstance(v, Found)}
     missing = {k: v for k, v in sorted(toolchains.items()) if isinstance(v, str)}
     summary = f"sandbox layers: {', '.join(layers)}; languages: python, {', '.join(found)}"
