@@ -16,9 +16,12 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 """PATH of a build run: the compilers' own helpers (cc1plus, as, ld, cc) are found there."""
@@ -108,13 +111,7 @@ class Toolchain:
 
     def version(self, tools: Mapping[str, str]) -> str:
         """The compiler's version line (it runs, unconfined: the start-up check asks)."""
-        done = subprocess.run(
-            [tools[self.tools[0]], "--version"],
-            capture_output=True,
-            timeout=_PROBE_TIMEOUT_S,
-            check=True,
-            env={"PATH": BUILD_PATH},
-        )
+        done = run_tool([tools[self.tools[0]], "--version"], {"PATH": BUILD_PATH})
         return (done.stdout or done.stderr).decode(errors="replace").strip().splitlines()[0]
 
 
@@ -169,14 +166,10 @@ class Rust(Toolchain):
         if proxy is None:
             return "rustc not found in PATH"
         try:
-            done = subprocess.run(
-                [proxy, "--print", "sysroot"],
-                capture_output=True,
-                timeout=_PROBE_TIMEOUT_S,
-                check=True,
-                env={"PATH": path, "HOME": os.path.expanduser("~")},
+            done = run_tool(
+                [proxy, "--print", "sysroot"], {"PATH": path, "HOME": os.path.expanduser("~")}
             )
-        except (OSError, subprocess.SubprocessError) as e:
+        except OSError as e:
             return f"rustc does not run: {e}"
         sysroot = os.path.realpath(done.stdout.decode().strip())
         rustc = os.path.join(sysroot, "bin", "rustc")
@@ -213,9 +206,7 @@ class Go(Toolchain):
         return Found(found.tools, [] if _under_system(root) else [root])
 
     def version(self, tools: Mapping[str, str]) -> str:
-        done = subprocess.run(
-            [tools["go"], "version"], capture_output=True, timeout=_PROBE_TIMEOUT_S, check=True
-        )
+        done = run_tool([tools["go"], "version"])
         return done.stdout.decode(errors="replace").strip()
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
@@ -305,6 +296,27 @@ TOOLCHAINS: dict[str, Toolchain] = {
 """Language (a runner's name, `Program.language`) -> its toolchain."""
 
 
+def run_tool(
+    argv: list[str],
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = _PROBE_TIMEOUT_S,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """A tool of the service's run unconfined (a version, a sysroot, the precompiled
+    header: in a worker or the start-up check), its output captured; OSError when it
+    could not run, timed out or failed. `subprocess` is imported here, never in the
+    zygote: with it comes `threading`, whose at-fork hook copied some 100 of the
+    zygote's pages in every run (a fifth of a run's page faults)."""
+    import subprocess
+
+    try:
+        return subprocess.run(
+            argv, input=stdin, capture_output=True, timeout=timeout_s, check=True, env=env
+        )
+    except subprocess.SubprocessError as e:
+        raise OSError(str(e)) from e
+
+
 def _under_system(path: str) -> bool:
     return any(path == d or path.startswith(d + "/") for d in ("/usr", "/bin", "/lib"))
 
@@ -325,7 +337,7 @@ def discover(
 def _with_version(toolchain: Toolchain, found: Found) -> Found | str:
     try:
         return Found(found.tools, found.reads, toolchain.version(found.tools))
-    except (OSError, subprocess.SubprocessError, IndexError, KeyError) as e:
+    except (OSError, IndexError, KeyError) as e:
         return f"{toolchain.tools[0]} does not run: {e}"
 
 
@@ -369,29 +381,20 @@ def pch_of(directory: str, cpp: Found | str | None) -> dict[str, str] | None:
 def build_pch(directory: str, cpp: Found) -> str:
     """Precompile `bits/stdc++.h` into `directory` for the default C++ dialect, unless there
     already: done by the service (its own g++ on a system header), not in a sandbox.
-    Returns what it did; OSError or SubprocessError when it could not."""
+    Returns what it did; OSError when it could not."""
     if pch_of(directory, cpp) is not None:
         return f"precompiled {PCH_HEADER} kept in {directory}"
     dialect = TOOLCHAINS["cpp"].dialects[0]
     gxx = cpp.tools["g++"]
-    found = subprocess.run(
+    found = run_tool(
         [gxx, f"-std={dialect}", "-H", "-E", "-x", "c++", "-", "-o", os.devnull],
-        input=f"#include <{PCH_HEADER}>\n".encode(),
-        capture_output=True,
-        timeout=_PROBE_TIMEOUT_S,
-        check=True,
-        env={"PATH": BUILD_PATH},
+        {"PATH": BUILD_PATH},
+        stdin=f"#include <{PCH_HEADER}>\n".encode(),
     )
     header = found.stderr.decode().splitlines()[0].lstrip(". ")
     os.makedirs(os.path.join(directory, "bits"), exist_ok=True)
     partial = os.path.join(directory, f"{_PCH_FILE}.{os.getpid()}")
-    subprocess.run(
-        [gxx, *Cpp.pch_flags(dialect), header, "-o", partial],
-        capture_output=True,
-        timeout=120,
-        check=True,
-        env={"PATH": BUILD_PATH},
-    )
+    run_tool([gxx, *Cpp.pch_flags(dialect), header, "-o", partial], {"PATH": BUILD_PATH}, 120)
     os.chmod(partial, 0o644)
     os.replace(partial, os.path.join(directory, _PCH_FILE))
     with open(os.path.join(directory, _PCH_STAMP), "w") as f:

@@ -506,6 +506,20 @@ def test_the_zygote_side_imports_only_the_stdlib_and_its_siblings(module: str) -
     }
 
 
+def test_the_zygote_never_loads_threading() -> None:
+    """`threading` (which `subprocess` imports) hooks every fork: its after-fork handler
+    copied ~100 of the zygote's pages in each run. The zygote's imports leave it out."""
+    probe = (
+        f"import sys\nsys.path.insert(0, {str(ZYGOTE.parents[2])!r})\n"
+        "import reward_service.sandbox.zygote\n"
+        "print(sorted({'threading', 'subprocess'} & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True, env={}
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+
+
 @pytest.mark.parametrize(
     ("active", "missing"),
     [
