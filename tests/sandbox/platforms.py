@@ -108,9 +108,20 @@ def command(profile: str, inner: list[str]) -> list[str]:
         setpriv += ["--bounding-set=-all", "--securebits=+noroot,+noroot_locked", "--"]
         line = [*setpriv, *line]
     if "root" in take:
-        unshare = shutil.which("unshare") or "unshare"
-        line = [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *line]
+        line = as_nonroot_user(line)
     return line
+
+
+def as_nonroot_user(inner: list[str]) -> list[str]:
+    """`inner` as uid 10001 in a user namespace of its own (no capabilities outside it)."""
+    unshare = shutil.which("unshare") or "unshare"
+    return [unshare, "--user", "--map-user=10001", "--map-group=10001", "--", *inner]
+
+
+def platform_command(platform: str, inner: list[str]) -> list[str]:
+    """`inner` on a simulated profile, or for `userns` (the image under podman: a non-root
+    zygote with namespaces of its own) as uid 10001 in a user namespace, nothing taken."""
+    return as_nonroot_user(inner) if platform == "userns" else command(platform, inner)
 
 
 def install(profile: str) -> None:

@@ -64,11 +64,7 @@ def test_debian_rustc_grades_on_every_platform(platform: str) -> None:
     own (`userns`: no /proc; rustc panicked there, an `error`, before its link)."""
     if reason := platforms.unavailable(platform if platform != "userns" else "nonroot-pod"):
         pytest.skip(reason)
-    inner = [sys.executable, "-c", GRADING]
-    if platform == "userns":
-        inner = ["unshare", "--user", "--map-user=10001", "--map-group=10001", "--", *inner]
-    else:
-        inner = platforms.command(platform, inner)
+    inner = platforms.platform_command(platform, [sys.executable, "-c", GRADING])
     overlay = f"lowerdir={DEBIAN_RUSTC}/usr:/usr"
     wrapper = f'mount -t overlay overlay -o {overlay} /usr || exit {NO_OVERLAY}; exec "$@"'
     command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", wrapper, "-"]
