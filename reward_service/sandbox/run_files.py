@@ -70,7 +70,7 @@ def parts(path: str) -> list[str] | None:
     return names or None
 
 
-def write_files(workdir: str, files: Sequence[tuple[str, memoryview]]) -> None:
+def write_files(workdir: str, files: Files) -> None:
     """Each file at its path under `workdir`, its directories made (never through a link:
     the runner's own may be among them); one whose place is taken (the program's source, a
     file where a directory should be) is left out."""
