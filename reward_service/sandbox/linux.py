@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 from collections.abc import Mapping, Sequence
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
 ARCH: str | None = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}.get(
-    platform.machine()
+    os.uname().machine
 )
 
 # name -> (x86_64, aarch64); None: the architecture has no such call

@@ -12,7 +12,6 @@ directory swapped for a link, gets nothing read for it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,6 +44,8 @@ def unpack(
 
 def digest(name: str, source: memoryview, files: Files) -> str:
     """What tells one build from another: `name` (language, dialect), source and files."""
+    import hashlib  # here: only a zygote that builds maps OpenSSL's libcrypto
+
     hashed = hashlib.sha256(f"{name}\0{len(source)}\0".encode())
     hashed.update(source)
     for path, data in files:

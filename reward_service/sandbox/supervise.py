@@ -15,7 +15,6 @@ import mmap
 import os
 import select
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -447,10 +446,26 @@ def _identity(fd: int) -> tuple[int, int]:
     return found.st_dev, found.st_ino
 
 
+def scratch_parent() -> str:
+    """Where a zygote's scratch root goes: `tempfile.gettempdir()` in the zygote's empty
+    environment (`/tmp`, or the first of its fallbacks this uid can write), without
+    importing `tempfile` (and with it `shutil`) into every fork."""
+    for candidate in ("/tmp", "/var/tmp", "/usr/tmp"):
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return os.getcwd()
+
+
 def make_scratch_root(directory: str, pid: int) -> tuple[str, int]:
     """A fresh scratch root in `directory`, named after its zygote's `pid`, and the fd that
     holds its lock: the root is live exactly as long as that fd is open (`sweep_scratch_roots`)."""
-    root = tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{pid}-", dir=directory)
+    while True:  # as `tempfile.mkdtemp`: a random name, made 0700, never an existing one
+        root = os.path.join(directory, f"{SCRATCH_PREFIX}{pid}-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(root, 0o700)
+            break
+        except FileExistsError:
+            continue
     fd = os.open(root, _DIRECTORY)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     return root, fd

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -103,7 +102,7 @@ class Toolchain:
         """The toolchain as found in `path`, or why it is not usable here."""
         tools: dict[str, str] = {}
         for tool in self.tools:
-            where = shutil.which(tool, path=path)
+            where = which(tool, path)
             if where is None:
                 return f"{tool} not found in PATH"
             tools[tool] = os.path.realpath(where)
@@ -135,7 +134,7 @@ class Cpp(Toolchain):
         """g++, and gold where binutils has it: static C++ links faster with it (a build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
         found = super().discover(path)
-        gold = shutil.which("ld.gold", path=BUILD_PATH)
+        gold = which("ld.gold", BUILD_PATH)
         if isinstance(found, str) or gold is None:
             return found
         return Found({**found.tools, "ld.gold": os.path.realpath(gold)}, found.reads)
@@ -172,7 +171,7 @@ class Rust(Toolchain):
         return Command(found.tools["rustc"], argv, {"PATH": BUILD_PATH}, directories, links)
 
     def discover(self, path: str) -> Found | str:
-        proxy = shutil.which("rustc", path=path)
+        proxy = which("rustc", path)
         if proxy is None:
             return "rustc not found in PATH"
         try:
@@ -185,7 +184,7 @@ class Rust(Toolchain):
         rustc = os.path.join(sysroot, "bin", "rustc")
         if not os.access(rustc, os.X_OK):
             return f"no rustc in its sysroot {sysroot}"
-        cc = shutil.which("cc", path=BUILD_PATH)
+        cc = which("cc", BUILD_PATH)
         if cc is None:
             return "rustc needs a linker: no cc in /usr/bin"
         tools = {"rustc": rustc, "cc": os.path.realpath(cc), "sysroot": sysroot}
@@ -430,3 +429,11 @@ def found_from_json(data: Mapping[str, object]) -> Found:
     tools, reads = data["tools"], data["reads"]
     assert isinstance(tools, dict) and isinstance(reads, list)
     return Found(dict(tools), list(reads), str(data["version"]))
+
+
+def which(tool: str, path: str) -> str | None:
+    """`shutil.which`, imported here only: the zygote imports this module, and `shutil`
+    maps the compression libraries (a dozen more mappings for every fork to copy)."""
+    import shutil
+
+    return shutil.which(tool, path=path)

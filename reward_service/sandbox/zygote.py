@@ -1,9 +1,10 @@
 """The zygote: a pre-warmed interpreter that forks one confined process per run.
 
-Started by `ZygoteSandbox` as `python -I zygote.py CONFIG` with an empty
-environment; stdlib only, it imports its sibling modules and nothing else
-of the package. It enters what namespaces it can, self-tests the layers,
-answers `{"layers": [...]}`, then serves one request per answer over its
+Started by `ZygoteSandbox` as `python -I -S -c LAUNCH zygote.py CONFIG`
+(`zygote_client.LAUNCH`: this module, imported) with an empty environment;
+stdlib only, it imports its sibling modules and nothing else of the package.
+It enters what namespaces it can, self-tests the layers, answers
+`{"layers": [...]}`, then serves one request per answer over its
 stdin/stdout (`protocol`), and for each of its stdins: fork, confine
 (`confine`), become the program (`runners`), supervise its pipes against
 the wall clock and the output cap (`supervise`), kill its group and
@@ -13,12 +14,6 @@ It exits at end of file on stdin and dies with its parent
 """
 
 from __future__ import annotations
-
-import os
-import sys
-
-if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import bisect  # noqa: F401  # pre-warmed for the programs
 import collections  # noqa: F401
@@ -33,12 +28,13 @@ import itertools  # noqa: F401
 import json
 import math  # noqa: F401
 import mmap
+import os
 import random  # noqa: F401
 import re  # noqa: F401
 import signal
 import statistics  # noqa: F401
 import string  # noqa: F401
-import tempfile
+import sys
 import time
 import typing
 
@@ -62,6 +58,7 @@ from reward_service.sandbox.supervise import (
     ThreadWatch,
     make_scratch_root,
     remove_tree,
+    scratch_parent,
     supervise,
     sweep_scratch_roots,
 )
@@ -168,7 +165,7 @@ class Zygote:
         if not self.pid_namespace:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         if not self.scratch_root:
-            self.scratch_root, self.root_lock = make_scratch_root(tempfile.gettempdir(), pid)
+            self.scratch_root, self.root_lock = make_scratch_root(scratch_parent(), pid)
             os.chmod(self.scratch_root, 0o711)  # the runs' uid enters its own dir, lists none
         self.owns_scratch_root = "mountns" not in self.namespaces
         self.confinement = Confinement(
@@ -590,7 +587,7 @@ def _try(build: typing.Callable[[], typing.Any]) -> typing.Any:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
+    config = json.loads(sys.argv[-1])
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != config["worker_pid"]:
         return
@@ -599,11 +596,12 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    del sys.path[0]
+    del sys.path[0]  # the package's root, which `LAUNCH` put first
+    _add_site(config.get("site_packages", []))
     zygote: Zygote | None = None
     try:
         try:
-            left = sweep_scratch_roots(tempfile.gettempdir())  # before a mount namespace
+            left = sweep_scratch_roots(scratch_parent())  # before a mount namespace
             toolchains = {k: found_from_json(v) for k, v in config.get("toolchains", {}).items()}
             zygote = Zygote(int(config["scratch_mb"]), toolchains, config.get("pch"))
             gc.freeze()
@@ -629,6 +627,18 @@ def main() -> None:
             zygote.close()
 
 
+def _add_site(site_packages: list[str]) -> None:
+    """What a run gets of `site` (not imported at start-up, `python -S`): the worker's
+    site-packages directories on `sys.path` (their `.pth` files neither run nor add
+    paths) and the `exit`, `quit`, `help`, `copyright`, `credits` and `license` builtins."""
+    import site
+
+    sys.path.extend(str(p) for p in site_packages if os.path.isdir(str(p)))
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+
+
 def _clean_up_when_orphaned(zygote: Zygote) -> None:
     """Die of SIGTERM rather than SIGKILL with the worker: the run in progress is killed
     and reaped, then `close` removes the scratch root on the host; a clean-up that hangs
@@ -645,7 +655,3 @@ def _clean_up_when_orphaned(zygote: Zygote) -> None:
 
     signal.signal(signal.SIGTERM, terminate)
     linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-if __name__ == "__main__":
-    main()

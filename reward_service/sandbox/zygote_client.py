@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import select
+import site
 import subprocess
 import sys
 import time
@@ -39,6 +40,16 @@ from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover, found
 log = logging.getLogger(__name__)
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
+LAUNCH = (
+    "import sys\n"
+    "sys.path.insert(0, sys.argv[1].rsplit('/', 3)[0])\n"
+    "from reward_service.sandbox import zygote\n"
+    "zygote.main()\n"
+)
+"""How the zygote starts: `python -I -S -c LAUNCH ZYGOTE CONFIG`. Its module is imported,
+so from its cached bytecode (run as a script, it would be compiled: some 2 MB of heap
+that every fork copies the page tables of and every exit tears down), and without
+`site` (the `.pth` files' imports, 2 MB more; `zygote.main` adds what runs need of it)."""
 _START_TIMEOUT_S = 30.0
 _REPLY_GRACE_S = 10.0
 """Beyond a run's own time limit: fork, drain, clean-up, and a loaded machine."""
@@ -220,10 +231,11 @@ class ZygoteSandbox:
                 "worker_pid": os.getpid(),
                 "toolchains": found,
                 "pch": self._pch,
+                "site_packages": [p for p in site.getsitepackages() if os.path.isdir(p)],
             }
         )
         self._process = subprocess.Popen(
-            [sys.executable, "-I", str(ZYGOTE), config],
+            [sys.executable, "-I", "-S", "-c", LAUNCH, str(ZYGOTE), config],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

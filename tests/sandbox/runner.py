@@ -139,8 +139,12 @@ class Harness:
         self.listeners = Listeners()
         self.canaries = secret_canaries()
         self.bystander = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(600)"], env={}
+            [sys.executable, "-c", "import time; print(flush=True); time.sleep(600)"],
+            env={},
+            stdout=subprocess.PIPE,
         )
+        assert self.bystander.stdout is not None
+        self.bystander.stdout.readline()  # started: no longer reading its files (state D)
         self.known = {1, os.getpid(), self.bystander.pid}
         self.baseline: set[int] = set()
         self.session = secrets.token_hex(4)
@@ -386,6 +390,7 @@ def main() -> int:
         after = [p.describe() for p in procs.processes() if p.pid not in harness.known]
         harness.emit("closed", processes=after)
         harness.bystander.kill()
+        harness.bystander.communicate()
         harness.listeners.close()
     return 0
 

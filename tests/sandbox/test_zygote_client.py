@@ -104,6 +104,7 @@ def test_a_megabyte_of_stdin_is_fed_while_output_is_read(sandbox: ZygoteSandbox)
         ("import sys; sys.exit(3)", Kind.RUNTIME_ERROR, 3, ""),
         ("import sys; sys.exit(0)", Kind.OK, 0, ""),
         ("exit()", Kind.OK, 0, ""),
+        ("quit(4)", Kind.RUNTIME_ERROR, 4, ""),
         ("raise SystemExit", Kind.OK, 0, ""),
         ("import sys; sys.exit('bye')", Kind.RUNTIME_ERROR, 1, "bye\n"),
         ("import sys; sys.exit(256 + 7)", Kind.RUNTIME_ERROR, 7, ""),
@@ -506,18 +507,51 @@ def test_the_zygote_side_imports_only_the_stdlib_and_its_siblings(module: str) -
     }
 
 
-def test_the_zygote_never_loads_threading() -> None:
-    """`threading` (which `subprocess` imports) hooks every fork: its after-fork handler
-    copied ~100 of the zygote's pages in each run. The zygote's imports leave it out."""
-    probe = (
-        f"import sys\nsys.path.insert(0, {str(ZYGOTE.parents[2])!r})\n"
-        "import reward_service.sandbox.zygote\n"
-        "print(sorted({'threading', 'subprocess'} & set(sys.modules)))"
+FORK_COSTLY = {
+    "threading",
+    "subprocess",
+    "shutil",
+    "tempfile",
+    "hashlib",
+    "socket",
+    "selectors",
+    "zlib",
+    "bz2",
+    "lzma",
+    "platform",
+}
+"""Modules every run would inherit from the zygote at a cost: `threading` hooks every fork
+(its after-fork handler copied ~100 of the zygote's pages in each run), the others map
+extension modules and libraries (a fork copies, and an exit tears down, each mapping) or
+import those that do."""
+
+
+def test_the_zygote_loads_nothing_a_fork_pays_for(sandbox: ZygoteSandbox) -> None:
+    """A run holds the zygote's modules: none of `FORK_COSTLY`, and nothing a `.pth` file
+    imports (the zygote starts with `python -S`)."""
+    source = (
+        f"import sys\nprint(sorted({FORK_COSTLY!r} & set(sys.modules)), "
+        "[m for m in sys.modules if m.startswith(('_distutils_hack', '__editable__'))])"
     )
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", probe], capture_output=True, text=True, check=True, env={}
+    assert run(sandbox, source).stdout == b"[] []\n"
+
+
+def test_a_run_imports_what_the_worker_has_installed(sandbox: ZygoteSandbox) -> None:
+    """Without `site`, the worker's site-packages are still on a run's path."""
+    source = "import sniffio\nprint(sniffio.__name__)"
+    assert run(sandbox, source).stdout == b"sniffio\n"
+
+
+def test_each_run_starts_with_fresh_standard_streams(sandbox: ZygoteSandbox) -> None:
+    """The streams are built once in the zygote and never used there: what one run left
+    unread in stdin's buffer, or unflushed in stdout's, is not in the next run's."""
+    source = (
+        "import os, sys\nline = sys.stdin.readline()\nprint(line.strip())\n"
+        "if line.startswith('a'):\n    os._exit(0)\n"
     )
-    assert done.stdout.strip() == "[]", done.stderr
+    program = Program("python", source)
+    first, second = sandbox.run(program, [b"a\nleft over\n", b"b\n"], LIMITS, budget_s=30)
+    assert (first.stdout, second.stdout) == (b"", b"b\n")
 
 
 @pytest.mark.parametrize(
