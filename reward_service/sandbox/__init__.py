@@ -7,7 +7,8 @@ bytes and is parsed as data.
 
 `zygote_client.ZygoteSandbox` is the implementation a worker holds. The
 zygote process it starts imports only the stdlib and these modules:
-`zygote` (fork, supervise, answer), `confine` (what a run does to itself),
+`zygote` (fork, supervise, answer), `template` (a Python answer's runs forked
+by one confined process), `confine` (what a run does to itself),
 `runners` (how a run becomes the program), `toolchains` (compiled
 languages: build once per program, then exec), `seccomp`, `exec_once`, `landlock`,
 `namespaces`, `linux` (ctypes calls) and `protocol` (length-prefixed JSON,

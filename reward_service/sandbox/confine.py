@@ -55,7 +55,6 @@ REPORT_FD = 3
 standard streams); closed before the program starts."""
 CONFINEMENT_FAILED = 125
 """A run process's status when a layer could not be put in place."""
-_RULESET_FD = 4
 
 
 @dataclass(frozen=True)
@@ -120,11 +119,46 @@ class Confinement:
     ) -> None:
         """In the forked run process: raises OSError naming the step that failed. Without
         `syscall_filter` the run gets the zygote's; `exec_fd` moves to `EXEC_FD`."""
+        self._apply(
+            [*fds], ruleset, workdir, limits, syscall_filter or self.syscall_filter, exec_fd
+        )
+
+    def apply_template(
+        self, channel: int, ruleset: Ruleset | None, workdir: str, limits: RunLimits
+    ) -> None:
+        """In a Python answer's template process (`template`): every layer but seccomp, which
+        each of its runs puts on itself (`apply_test`), with `channel` (to the zygote) at fd 0."""
+        self._apply([channel], ruleset, workdir, limits, None, None)
+
+    def apply_test(self, fds: tuple[int, int, int, int], template_pid: int) -> None:
+        """In a run forked by a template: what a run does not inherit from it (a session of
+        its own, only its pipes open, its parent's death signal) and seccomp, last."""
         step = "process"
-        syscall_filter = syscall_filter or self.syscall_filter
         try:
             os.setsid()
-            _own_fds([*fds, *([ruleset.fd] if ruleset is not None else [])], exec_fd)
+            _own_fds([*fds])
+            linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != template_pid:
+                raise OSError(3, "the template is gone")
+            if self.syscall_filter is not None:
+                step = "seccomp"
+                self.syscall_filter.install(os.getpid())
+        except OSError as e:
+            raise OSError(e.errno, f"{step}: {e.strerror}") from None
+
+    def _apply(
+        self,
+        keep: list[int],
+        ruleset: Ruleset | None,
+        workdir: str,
+        limits: RunLimits,
+        syscall_filter: SyscallFilter | None,
+        exec_fd: int | None,
+    ) -> None:
+        step = "process"
+        try:
+            os.setsid()
+            _own_fds([*keep, *([ruleset.fd] if ruleset is not None else [])], exec_fd)
             if self.run_uid is not None:
                 step = "uid"
                 os.setgroups([])
@@ -150,8 +184,8 @@ class Confinement:
             linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
             if ruleset is not None:
                 step = "landlock"
-                ruleset.restrict_self(_RULESET_FD)
-                os.close(_RULESET_FD)
+                ruleset.restrict_self(len(keep))
+                os.close(len(keep))
             if syscall_filter is not None:
                 step = "seccomp"
                 if supervisor is not None:
@@ -166,7 +200,9 @@ def _own_fds(keep: list[int], exec_fd: int | None = None) -> None:
     """`keep` become fds 0, 1, ... (the run's pipes, then its ruleset), `exec_fd` becomes
     `EXEC_FD` (close-on-exec); all others close."""
     moving = keep if exec_fd is None else [*keep, exec_fd]
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, EXEC_FD + 1) for fd in moving]
+    # above every target (and below RLIMIT_NOFILE, which a template's run inherits)
+    floor = len(keep) if exec_fd is None else EXEC_FD + 1
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, floor) for fd in moving]
     for target, fd in enumerate(high[: len(keep)]):
         os.dup2(fd, target, inheritable=False)
     if exec_fd is None:

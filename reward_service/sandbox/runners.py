@@ -106,6 +106,14 @@ class Runner(Protocol):
         """Whether a run that ended so died of running out of memory."""
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A Python program ready to run (`PythonRunner.prepare`)."""
+
+    script: str
+    source: bytes
+
+
 class PythonRunner:
     """Behaves like `python solution.py`: `__main__`, exit statuses, tracebacks, flushing."""
 
@@ -116,6 +124,13 @@ class PythonRunner:
             f.write(source)
 
     def run(self, workdir: str) -> NoReturn:
+        self.start(self.prepare(workdir))
+
+    def prepare(self, workdir: str) -> Prepared:
+        """What every run of the program in `workdir` starts from, made once in the process
+        that runs it or forks its runs (`template`): the source read, the environment,
+        `sys.argv` and `sys.path`. The source is compiled by each run, under its seccomp
+        filter (a template has none): no part of the interpreter meets it unconfined."""
         script = os.path.join(workdir, SCRIPT)
         fd = os.open(script, os.O_RDONLY | os.O_CLOEXEC)  # not `open`: no stream to build
         source = os.read(fd, os.fstat(fd).st_size)
@@ -127,14 +142,18 @@ class PythonRunner:
         sys.set_int_max_str_digits(0)
         sys.argv = [SCRIPT]
         sys.path[:] = [workdir, *sys.path]
+        return Prepared(script, source)
+
+    def start(self, prepared: Prepared) -> NoReturn:
+        """Become the prepared program (`random` reseeds itself in every fork: its
+        `os.register_at_fork` hook)."""
         for name, stream in _STREAMS.items():
             setattr(sys, name, stream)
             setattr(sys, f"__{name}__", stream)
-        # `random` reseeds itself in every fork (its `os.register_at_fork` hook)
         main = types.ModuleType("__main__")
-        main.__file__ = script
+        main.__file__ = prepared.script
         sys.modules["__main__"] = main
-        os._exit(_finish(_execute(source, main)))
+        os._exit(_finish(_execute(prepared, main)))
 
     def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
         """Status 1 and a last stderr line starting `MemoryError`, as `python` ends so."""
@@ -196,10 +215,10 @@ def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> 
     )
 
 
-def _execute(source: bytes, main: types.ModuleType) -> int:
+def _execute(prepared: Prepared, main: types.ModuleType) -> int:
     """The program's exit status as `python` would compute it."""
     try:
-        exec(compile(source, SCRIPT, "exec"), main.__dict__)
+        exec(compile(prepared.source, SCRIPT, "exec"), main.__dict__)
     except SystemExit as e:
         return _exit_status(e)
     except BaseException as e:  # the program's own failure, reported as python would

@@ -339,6 +339,15 @@ def remove_tree(path: str, max_entries: int = REMOVE_MAX_ENTRIES) -> bool:
         return False
 
 
+def remove_contents(path: str) -> bool:
+    """Empty directory `path` but keep it (`remove_tree` for each entry); True once empty."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    return all(remove_tree(os.path.join(path, name)) for name in names)
+
+
 @contextlib.contextmanager
 def _parent_of(path: str) -> Iterator[tuple[int, str]]:
     """An fd of `path`'s directory and `path`'s name in it."""

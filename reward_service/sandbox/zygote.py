@@ -50,18 +50,26 @@ from reward_service.sandbox.confine import (
     shared_uid_task_limit,
 )
 from reward_service.sandbox.landlock import Ruleset
-from reward_service.sandbox.runners import RUNNERS, ExecRunner, Runner, share_environment
+from reward_service.sandbox.runners import (
+    RUNNERS,
+    ExecRunner,
+    PythonRunner,
+    Runner,
+    share_environment,
+)
 from reward_service.sandbox.seccomp import SyscallFilter
 from reward_service.sandbox.supervise import (
     ScratchWatch,
     Seen,
     ThreadWatch,
     make_scratch_root,
+    remove_contents,
     remove_tree,
     scratch_parent,
     supervise,
     sweep_scratch_roots,
 )
+from reward_service.sandbox.template import Template, TemplateLost
 from reward_service.sandbox.toolchains import (
     TOOLCHAINS,
     Found,
@@ -79,6 +87,9 @@ BUILD_OUTPUT = 64 * 1024
 """A build's messages read (stdout and stderr joined); past it the build ends `output_limit`."""
 BUILD_MESSAGE = 4096
 """Of a build's messages, the first bytes answered."""
+_TEMPLATE_WAIT_S = 2.0
+"""How long a template may take to be ready, to fork a run or to report one ended: past it,
+it is lost (a run so retried stays well inside the worker's grace, `_REPLY_GRACE_S`)."""
 BUILDS_KEPT = 2
 """Programs kept built (the answer in progress, the one before): an answer's tests sent in
 several requests build once."""
@@ -245,6 +256,8 @@ class Zygote:
             def take(workdir: str, outcome: protocol.Message) -> None:
                 fetched[:] = run_files.read_files(workdir, fetch, int(request["fetch_bytes"]))
 
+            template: Template | None = None
+            templated = step is not None and self._templated(step, len(sizes))
             for size in sizes:
                 assert step is not None
                 left = float(request["budget_s"]) - (time.monotonic() - started)
@@ -252,7 +265,10 @@ class Zygote:
                     break
                 stdin, offset = view[offset : offset + size], offset + size
                 fetched.clear()
-                outcome, seen = self.run(step, source, stdin, take if fetch else None, files)
+                if templated and template is None:
+                    templated, template = False, self._open_template(step, source, files)
+                keep = take if fetch else None
+                outcome, seen, template = self._run_via(template, step, source, stdin, keep, files)
                 stdout = seen.stdout.head(int(request["output_bytes"]))
                 stderr = seen.stderr.tail(STDERR_TAIL)
                 outcome.update(stdout_bytes=len(stdout), stderr_bytes=len(stderr))
@@ -265,6 +281,8 @@ class Zygote:
                 seen.close()
                 if request["stop_at_first_failure"] and outcome["kind"] != "ok":
                     break
+            if template is not None:
+                self._close_template(template)
             source.release()
             for _, data in files:
                 data.release()
@@ -385,23 +403,9 @@ class Zygote:
         try:
             if step.executable is not None:
                 exec_fd = os.open(step.executable, os.O_PATH | os.O_CLOEXEC)
-            runner.write_files(source, workdir)
-            run_files.write_files(workdir, files)
-            if self.confinement.run_uid is not None:
-                # the files before their directory; the directory keeps the zygote's group
-                # (0750), so that root holding CAP_CHOWN but not CAP_DAC_OVERRIDE still
-                # reaches inside to count and remove what the run wrote
-                run_files.hand_over(workdir, self.confinement.run_uid)
-                os.chmod(workdir, 0o750)
-                os.chown(workdir, self.confinement.run_uid, os.getegid())
+            self._lay_out(step, source, files, workdir)
             ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
-            stdin_r, stdin_w = os.pipe()
-            stdout_r, stdout_w = os.pipe()
-            stderr_r, stderr_w = os.pipe()
-            report_r, report_w = os.pipe()
-            if self.confinement.run_uid is not None:  # its own, to reopen as /dev/stdin and such
-                for fd in (stdin_r, stdout_w, stderr_w):
-                    os.fchown(fd, self.confinement.run_uid, self.confinement.run_uid)
+            (stdin_r, stdout_w, stderr_w, report_w), ours = self._pipes()
             started = time.monotonic()
             pid = os.fork()
             if pid == 0:
@@ -414,7 +418,7 @@ class Zygote:
             seen = supervise(
                 pid,
                 stdin,
-                (stdin_w, stdout_r, stderr_r, report_r),
+                ours,
                 started + limits.time_s,
                 step.output_bytes,
                 watch,
@@ -435,6 +439,164 @@ class Zygote:
                 os.close(exec_fd)
             remove_tree(workdir)
         return outcome, seen
+
+    def _lay_out(
+        self, step: Step, source: memoryview, files: run_files.Files, workdir: str
+    ) -> None:
+        """The files a run starts with, in `workdir`, handed to the runs' uid."""
+        step.runner.write_files(source, workdir)
+        run_files.write_files(workdir, files)
+        if self.confinement.run_uid is not None:
+            # the files before their directory; the directory keeps the zygote's group
+            # (0750), so that root holding CAP_CHOWN but not CAP_DAC_OVERRIDE still
+            # reaches inside to count and remove what the run wrote
+            run_files.hand_over(workdir, self.confinement.run_uid)
+            os.chmod(workdir, 0o750)
+            os.chown(workdir, self.confinement.run_uid, os.getegid())
+
+    def _pipes(self) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+        """A run's pipes: its ends (stdin's read end, stdout's, stderr's and the report's
+        write ends), then ours."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        report_r, report_w = os.pipe()
+        if self.confinement.run_uid is not None:  # its own, to reopen as /dev/stdin and such
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.fchown(fd, self.confinement.run_uid, self.confinement.run_uid)
+        return (stdin_r, stdout_w, stderr_w, report_w), (
+            stdin_w,
+            stdout_r,
+            stderr_r,
+            report_r,
+        )
+
+    def _templated(self, step: Step, runs: int) -> bool:
+        """Whether an answer's runs of `step` come from a template (`template`): Python
+        programs run more than once, where seccomp keeps each run from forking (no run of a
+        template may leave a process behind)."""
+        return (
+            isinstance(step.runner, PythonRunner)
+            and step.mode == "program"
+            and self.confinement.syscall_filter is not None
+            and runs > 1
+        )
+
+    def _open_template(
+        self, step: Step, source: memoryview, files: run_files.Files
+    ) -> Template | None:
+        """A template for this answer's runs of `step`, ready; None where it could not be
+        confined or prepared in time (the runs are then forked here, and say why)."""
+        assert isinstance(step.runner, PythonRunner)
+        self.runs += 1
+        workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
+        os.mkdir(workdir, 0o700)
+        limits = RunLimits(step.time_s, step.memory_mb, self.scratch_mb, self._tasks())
+        try:
+            self._lay_out(step, source, files, workdir)
+            ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
+            template = Template(self.confinement, step.runner, workdir, ruleset, limits)
+        except OSError:
+            remove_tree(workdir)
+            return None
+        try:
+            failed = template.wait_ready(_TEMPLATE_WAIT_S)
+        except TemplateLost:
+            failed = "lost"
+        if failed is not None:
+            self._close_template(template)
+            return None
+        return template
+
+    def _close_template(self, template: Template) -> None:
+        template.close()
+        remove_tree(template.workdir)
+
+    def _run_via(
+        self,
+        template: Template | None,
+        step: Step,
+        source: memoryview,
+        stdin: memoryview,
+        keep: typing.Callable[[str, protocol.Message], None] | None,
+        files: run_files.Files,
+    ) -> tuple[protocol.Message, Seen, Template | None]:
+        """One run, by `template` if there is one (the template still there after it, or
+        None): a template that fails is closed, and the run forked here instead."""
+        if template is None:
+            return (*self.run(step, source, stdin, keep, files), None)
+        try:
+            outcome, seen = self._run_templated(template, step, stdin, keep)
+        except (TemplateLost, OSError):
+            self._close_template(template)
+            return (*self.run(step, source, stdin, keep, files), None)
+        try:
+            self._reset(template, step, source, files)
+        except (TemplateLost, OSError):
+            self._close_template(template)
+            return outcome, seen, None
+        return outcome, seen, template
+
+    def _run_templated(
+        self,
+        template: Template,
+        step: Step,
+        stdin: memoryview,
+        keep: typing.Callable[[str, protocol.Message], None] | None,
+    ) -> tuple[protocol.Message, Seen]:
+        """`run`, forked by the template in its directory; TemplateLost when it fails."""
+        theirs, ours = self._pipes()
+        started = time.monotonic()
+        try:
+            pid = template.start_run(theirs, _TEMPLATE_WAIT_S)
+        except TemplateLost:
+            for fd in ours:
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        self.running = pid
+        watch = None
+        if "mountns" not in self.namespaces:
+            watch = ScratchWatch(template.workdir, self.scratch_mb)
+        seen = supervise(
+            pid,
+            stdin,
+            ours,
+            started + step.time_s,
+            step.output_bytes,
+            watch,
+            ThreadWatch(pid, THREADS) if self.shares_uid else None,
+            lambda: _kill_one(pid),
+        )
+        try:
+            status, cpu_s = template.end_run(pid, _TEMPLATE_WAIT_S)
+        except TemplateLost:
+            seen.close()
+            raise
+        finally:
+            self.running = None
+        if watch is not None:
+            seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
+        limits = RunLimits(step.time_s, step.memory_mb, self.scratch_mb)
+        outcome = _outcome(seen, status, cpu_s, limits, seen.ended - started, step.runner)
+        if keep is not None:
+            if self.confinement.run_uid is not None:  # the run's directory back
+                os.chown(template.workdir, os.geteuid(), os.getegid())
+            keep(template.workdir, outcome)
+        return outcome, seen
+
+    def _reset(
+        self, template: Template, step: Step, source: memoryview, files: run_files.Files
+    ) -> None:
+        """The template's directory as its first run found it: what a run left removed (the
+        directory itself kept: the template's landlock rule names it), the files laid out."""
+        if self.confinement.run_uid is not None:
+            os.chown(template.workdir, os.geteuid(), os.getegid())
+        if not remove_contents(template.workdir):
+            raise TemplateLost("what a run left could not be removed")
+        self._lay_out(step, source, files, template.workdir)
 
     @property
     def shares_uid(self) -> bool:
@@ -513,6 +675,13 @@ class Zygote:
     def close(self) -> None:
         if self.owns_scratch_root:
             remove_tree(self.scratch_root)  # what is left, the next sweep removes
+
+
+def _kill_one(pid: int) -> None:
+    """SIGKILL a template's run (it cannot fork: nothing else of it is left) and its group."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
 
 
 def _outcome(

@@ -169,11 +169,20 @@ class Harness:
         )
 
     def run_one(
-        self, source: str, stdin: bytes, limits: Limits, language: str = "python"
+        self,
+        source: str,
+        stdin: bytes,
+        limits: Limits,
+        language: str = "python",
+        templated: bool = False,
     ) -> Outcome | str:
+        """The program's run on `stdin`; `templated`, as the first of an answer's two runs (a
+        Python answer's runs come from its template: `reward_service.sandbox.template`), the
+        second run on the same stdin only if the first ended ok."""
+        stdins = [stdin, stdin] if templated else [stdin]
         try:
             outcomes = self.sandbox.run(
-                Program(language, source), [stdin], limits, limits.time_s + 20
+                Program(language, source), stdins, limits, limits.time_s * 2 + 20
             )
         except Exception as exc:  # the interface promises never to raise for a program
             return f"Sandbox.run raised {type(exc).__name__}: {exc}"
@@ -223,7 +232,8 @@ class Harness:
         leaked = [i for i, canary in enumerate(self.canaries) if any(canary in t for t in texts)]
         return [f"secret #{i} in its output" for i in leaked]
 
-    def attack(self, hostile: Hostile, gates: dict[str, str]) -> None:
+    def attack(self, hostile: Hostile, gates: dict[str, str], templated: bool = False) -> None:
+        """Run `hostile` (`templated`: by its answer's template) and judge what it did."""
         target = self.target(hostile.name)
         holes: list[str] = []
         if hostile.gate and gates.get(hostile.gate):
@@ -238,7 +248,8 @@ class Harness:
         scheduling_before = scheduling()
         limits = Limits(hostile.time_s, hostile.memory_mb, hostile.output_bytes)
         with Sampler().watching() as sampler:
-            outcome = self.run_one(hostile.source(target), b"", limits, hostile.language)
+            source = hostile.source(target)
+            outcome = self.run_one(source, b"", limits, hostile.language, templated)
         if isinstance(outcome, str):
             self.emit("program", name=hostile.name, holes=[outcome])
             return
@@ -290,6 +301,7 @@ class Harness:
         self.emit(
             "program",
             name=hostile.name,
+            path="template" if templated else "fork",
             kind=outcome.kind.value,
             exit_code=outcome.exit_code,
             elapsed_s=round(outcome.elapsed_s, 3),
@@ -380,9 +392,14 @@ def main() -> int:
             harness.emit("health", problem=problem)
             return 1
         harness.snapshot_baseline()
-        for hostile in (*PROGRAMS, *NATIVE):
+        # Python programs take turns between the two ways a run starts (forked by the
+        # zygote, or by its answer's template), the other way round on the next profile:
+        # each program meets both across the profiles.
+        turn = list(platforms.PROFILES).index(args.profile)
+        for index, hostile in enumerate((*PROGRAMS, *NATIVE)):
             if args.only is None or hostile.name in args.only:
-                harness.attack(hostile, gates)
+                templated = hostile.language == "python" and (turn + index) % 2 == 0
+                harness.attack(hostile, gates, templated)
         harness.late_checks()
     finally:
         sandbox.close()

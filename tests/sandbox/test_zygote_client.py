@@ -470,6 +470,7 @@ def test_close_leaves_no_process_behind() -> None:
 
 ZYGOTE_SIDE = (
     "zygote",
+    "template",
     "confine",
     "runners",
     "toolchains",

@@ -1,0 +1,180 @@
+"""A Python answer's template: one confined process per answer that forks each test's run.
+
+Stdlib only (the zygote imports it). Forked from the zygote once per answer,
+the template puts on itself every layer a run inherits (uid, rlimits, not
+dumpable, no_new_privs, landlock: `Confinement.apply_template`), reads the
+program once (`PythonRunner.prepare`; each run compiles it, under seccomp:
+the template never parses it), then forks one run per test, which adds what
+it cannot inherit (its own session, its pipes, its parent's death signal,
+seccomp last: `Confinement.apply_test`) and becomes the program. A run so
+costs a fork of the template and the program's own work; the zygote, which
+forks no run, pays neither the fork nor the copy-on-write of its pages after
+one.
+
+The template runs the zygote's code only, and holds nothing its runs may
+not see (this answer's program). Its runs cannot signal or trace it (seccomp
+lets a run signal itself alone; the template is not dumpable), cannot fork
+(so leave no process behind), and hold none of its descriptors. The zygote
+still supervises each run: its pipes, deadline, caps, kill; the template
+only forks it and reports its wait status and CPU time.
+
+Over a SOCK_SEQPACKET pair (the template's end at its fd 0):
+`ready` (prepared) or `!<why>` (a layer failed), then per run the zygote's
+`run` with the run's four pipe ends attached (SCM_RIGHTS), answered by the
+run's pid, then its pid, wait status and CPU seconds once it has ended. The
+zygote's end of file ends the template.
+"""
+
+from __future__ import annotations
+
+import _socket
+import contextlib
+import os
+import select
+import signal
+import struct
+from typing import NoReturn
+
+from reward_service.sandbox.confine import CONFINEMENT_FAILED, Confinement, RunLimits
+from reward_service.sandbox.landlock import Ruleset
+from reward_service.sandbox.runners import PythonRunner
+
+_PID = struct.Struct("=i")
+_ENDED = struct.Struct("=iid")
+_RUN = b"run"
+_READY = b"ready"
+_FDS = _socket.CMSG_SPACE(4 * 4)
+
+
+class TemplateLost(Exception):
+    """The template did not answer as it should: the zygote runs the rest without it."""
+
+
+class Template:
+    """The zygote's side: a template forked for one answer's Python runs in `workdir`."""
+
+    def __init__(
+        self,
+        confinement: Confinement,
+        runner: PythonRunner,
+        workdir: str,
+        ruleset: Ruleset | None,
+        limits: RunLimits,
+    ) -> None:
+        self.workdir = workdir
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        self.channel = ours
+        self.pid = os.fork()
+        if self.pid == 0:
+            ours.close()
+            _become_template(confinement, runner, theirs.detach(), ruleset, workdir, limits)
+        theirs.close()
+        if ruleset is not None:
+            os.close(ruleset.fd)
+
+    def wait_ready(self, timeout_s: float) -> str | None:
+        """None once the template is ready; why not, if a layer failed. TemplateLost when it
+        says nothing in `timeout_s`."""
+        message = self._receive(timeout_s)
+        if message == _READY:
+            return None
+        if message.startswith(b"!"):
+            return message[1:].decode("utf-8", "replace")
+        raise TemplateLost("no word from the template")
+
+    def start_run(self, fds: tuple[int, int, int, int], timeout_s: float) -> int:
+        """Hand the template a run's pipe ends (stdin's read end, stdout's and stderr's and
+        the report's write ends); the pid of the run it forked."""
+        try:
+            self.channel.sendmsg(
+                [_RUN], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("=4i", *fds))]
+            )
+        except OSError as e:
+            raise TemplateLost(f"the template is gone: {e}") from None
+        message = self._receive(timeout_s)
+        if len(message) != _PID.size or _PID.unpack(message)[0] <= 0:
+            raise TemplateLost("the template forked no run")
+        pid: int = _PID.unpack(message)[0]
+        return pid
+
+    def end_run(self, pid: int, timeout_s: float) -> tuple[int, float]:
+        """The wait status and CPU seconds of run `pid`, once it has ended."""
+        message = self._receive(timeout_s)
+        if len(message) != _ENDED.size:
+            raise TemplateLost("no wait status from the template")
+        ended, status, cpu_s = _ENDED.unpack(message)
+        if ended != pid:
+            raise TemplateLost("the wait status of another run")
+        return status, cpu_s
+
+    def close(self) -> None:
+        """End the template (it exits at end of file; killed besides) and reap it."""
+        self.channel.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+    def _receive(self, timeout_s: float) -> bytes:
+        ready, _, _ = select.select([self.channel], [], [], max(0.0, timeout_s))
+        if not ready:
+            raise TemplateLost("the template did not answer in time")
+        try:
+            message: bytes = self.channel.recv(64)
+        except OSError as e:
+            raise TemplateLost(f"the template is gone: {e}") from None
+        if not message:
+            raise TemplateLost("the template ended")
+        return message
+
+
+def _become_template(
+    confinement: Confinement,
+    runner: PythonRunner,
+    channel: int,
+    ruleset: Ruleset | None,
+    workdir: str,
+    limits: RunLimits,
+) -> NoReturn:
+    """In the forked template: confine, prepare, then fork a run per `run`; never returns."""
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        try:
+            confinement.apply_template(channel, ruleset, workdir, limits)
+        except OSError as e:
+            os.write(0, b"!" + str(e.strerror).encode())
+            os._exit(CONFINEMENT_FAILED)
+        prepared = runner.prepare(workdir)
+        sock = _socket.socket(fileno=0)
+        sock.send(_READY)
+        me = os.getpid()
+        while True:
+            message, ancillary, _, _ = sock.recvmsg(16, _FDS)
+            if message != _RUN:
+                os._exit(0)  # end of file: the answer is done
+            fds = _received_fds(ancillary)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    confinement.apply_test(fds, me)
+                except OSError as e:
+                    os.write(3, str(e.strerror).encode())
+                    os._exit(CONFINEMENT_FAILED)
+                os.close(3)  # the program gets no channel but its standard streams
+                runner.start(prepared)
+            for fd in fds:
+                os.close(fd)
+            sock.send(_PID.pack(pid))
+            _, status, usage = os.wait4(pid, 0)
+            sock.send(_ENDED.pack(pid, status, usage.ru_utime + usage.ru_stime))
+    finally:
+        os._exit(CONFINEMENT_FAILED)
+
+
+def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> tuple[int, int, int, int]:
+    """The four descriptors of a `run` message; the template ends on anything else."""
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(data) == 16:
+            stdin_r, stdout_w, stderr_w, report_w = struct.unpack("=4i", data)
+            return stdin_r, stdout_w, stderr_w, report_w
+    os._exit(CONFINEMENT_FAILED)
