@@ -95,15 +95,18 @@ class Confinement:
     def filter_for(self, mode: str, allowed: tuple[str, ...] = ()) -> SyscallFilter | None:
         """The filter of a run of `mode`: `program` (the interpreter's own), `exec` (it execs
         the file at `EXEC_FD`), `build` (a compiler: processes, execs, writes), with the
-        denied calls `allowed` allowed; each built once."""
+        denied calls `allowed` allowed; `template` and `template_run` the two parts of
+        `program` a Python answer's template and its runs put on (`TEMPLATE_RELAXED`);
+        each built once."""
         base = self.syscall_filter
         if base is None or mode == "program":
             return base
         key = (mode, base.read_only_files, allowed, self.exec_once)
         if key not in self._variants:
             exec_fd = EXEC_FD if mode == "exec" else None
+            part = mode if mode in ("template", "template_run") else "whole"
             built = SyscallFilter(
-                base.read_only_files, exec_fd, mode == "build", allowed, self.exec_once
+                base.read_only_files, exec_fd, mode == "build", allowed, self.exec_once, part
             )
             self._variants[key] = built
         return self._variants[key]
@@ -126,13 +129,15 @@ class Confinement:
     def apply_template(
         self, channel: int, ruleset: Ruleset | None, workdir: str, limits: RunLimits
     ) -> None:
-        """In a Python answer's template process (`template`): every layer but seccomp, which
-        each of its runs puts on itself (`apply_test`), with `channel` (to the zygote) at fd 0."""
-        self._apply([channel], ruleset, workdir, limits, None, None)
+        """In a Python answer's template process (`template`): every layer, with the
+        template's part of the filter (`TEMPLATE_RELAXED`: it may fork), its runs adding
+        theirs (`apply_test`); `channel` (to the zygote) at fd 0."""
+        self._apply([channel], ruleset, workdir, limits, self.filter_for("template"), None)
 
     def apply_test(self, fds: tuple[int, int, int, int], template_pid: int) -> None:
         """In a run forked by a template: what a run does not inherit from it (a session of
-        its own, only its pipes open, its parent's death signal) and seccomp, last."""
+        its own, only its pipes open, its parent's death signal) and, last, its part of the
+        filter (the template's part, inherited, holds the rest)."""
         step = "process"
         try:
             os.setsid()
@@ -140,9 +145,10 @@ class Confinement:
             linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != template_pid:
                 raise OSError(3, "the template is gone")
-            if self.syscall_filter is not None:
+            run_filter = self.filter_for("template_run")
+            if run_filter is not None:
                 step = "seccomp"
-                self.syscall_filter.install(os.getpid())
+                run_filter.install(os.getpid())
         except OSError as e:
             raise OSError(e.errno, f"{step}: {e.strerror}") from None
 

@@ -109,6 +109,13 @@ _SPECIAL = (
 )
 DENIED = tuple(name for name in linux.SYSCALLS if name not in (*_SPECIAL, "prlimit64"))
 """Calls that answer EPERM whatever their arguments."""
+TEMPLATE_RELAXED = ("clone", "setsid", *_OWN_PID_IN_ARG0)
+"""What a Python answer's template (`template`) may call that its runs may not: fork (`clone`
+without CLONE_THREAD), a run's `setsid` before its own filter, signals to any pid. A
+template's filter leaves their rules out, and its runs' filter holds those rules alone:
+stacked, the two hold a run to exactly the whole filter's rules, for the cost of a short
+filter per run."""
+PARTS = ("whole", "template", "template_run")
 
 _NAMESPACE_FLAGS = (
     linux.CLONE_NEWNS
@@ -154,6 +161,7 @@ class SyscallFilter:
         processes: bool = False,
         allowed: tuple[str, ...] = (),
         exec_once: bool = False,
+        part: str = "whole",
     ) -> None:
         if linux.ARCH is None:
             raise OSError(errno.ENOTSUP, "seccomp filter: unsupported architecture")
@@ -216,6 +224,14 @@ class SyscallFilter:
                 name,
                 [_op(_LD_W_ABS, _ARGS_LOW), _PidCheck(), _op(_RET_K, _ALLOW), _op(_RET_K, _EPERM)],
             )
+        relaxed = {linux.syscall_number(name) for name in TEMPLATE_RELAXED}
+        if part == "template":
+            rules = {number: block for number, block in rules.items() if number not in relaxed}
+        elif part == "template_run":
+            rules = {number: block for number, block in rules.items() if number in relaxed}
+        elif part != "whole":
+            raise ValueError(f"seccomp filter: no part {part!r} (one of {PARTS})")
+        self.part = part
         items = header + _search(_ranges(rules))
         self._pid_slots = [i for i, item in enumerate(items) if isinstance(item, _PidCheck)]
         program = [

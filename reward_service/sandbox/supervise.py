@@ -195,16 +195,17 @@ def supervise(
     watch: ScratchWatch | None,
     threads: ThreadWatch | None,
     kill: Callable[[], None],
+    pidfd: int | None = None,
 ) -> Seen:
     """Feed stdin, collect the outputs until the run ends or breaks a limit; `kill` ends it.
 
     Takes ownership of `fds` (stdin's write end, stdout's, stderr's and the
-    report's read ends) and closes them.
+    report's read ends) and `pidfd` (the run's, opened here if None) and closes them.
     """
     stdin_w, stdout_r, stderr_r, report_r = fds
     seen = Seen(Sink(output_bytes + 1), Sink(2 * STDERR_WINDOW, True), Sink(4096, True))
     sinks = {stdout_r: seen.stdout, stderr_r: seen.stderr, report_r: seen.report}
-    pidfd = os.pidfd_open(pid)
+    pidfd = os.pidfd_open(pid) if pidfd is None else pidfd
     poller = select.poll()
     for fd in (*sinks, pidfd):
         poller.register(fd, select.POLLIN)

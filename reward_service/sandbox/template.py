@@ -1,18 +1,20 @@
-"""A Python answer's template: one confined process per answer that forks each test's run.
+"""A Python program's template: one confined process that forks each of its runs.
 
-Stdlib only (the zygote imports it). Forked from the zygote once per answer,
-the template puts on itself every layer a run inherits (uid, rlimits, not
-dumpable, no_new_privs, landlock: `Confinement.apply_template`), reads the
-program once (`PythonRunner.prepare`; each run compiles it, under seccomp:
-the template never parses it), then forks one run per test, which adds what
-it cannot inherit (its own session, its pipes, its parent's death signal,
-seccomp last: `Confinement.apply_test`) and becomes the program. A run so
-costs a fork of the template and the program's own work; the zygote, which
-forks no run, pays neither the fork nor the copy-on-write of its pages after
-one.
+Stdlib only (the zygote imports it). Forked from the zygote for a program
+(and kept while the next requests run the same program under the same
+limits), the template puts on itself every layer a run inherits (uid,
+rlimits, not dumpable, no_new_privs, landlock) and its part of the seccomp
+filter (`seccomp.TEMPLATE_RELAXED`: it may fork), reads the program once
+(`PythonRunner.prepare`; each run compiles it, under the whole filter: the
+template never parses it), then forks one run per test, which adds what it
+cannot inherit (its own session, its pipes, its parent's death signal, its
+part of the filter, last: `Confinement.apply_test`) and becomes the program.
+A run so costs a fork of the template and the program's own work; the
+zygote, which forks no run, pays neither the fork nor the copy-on-write of
+its pages after one.
 
 The template runs the zygote's code only, and holds nothing its runs may
-not see (this answer's program). Its runs cannot signal or trace it (seccomp
+not see (its own program). Its runs cannot signal or trace it (seccomp
 lets a run signal itself alone; the template is not dumpable), cannot fork
 (so leave no process behind), and hold none of its descriptors. The zygote
 still supervises each run: its pipes, deadline, caps, kill; the template
@@ -21,7 +23,9 @@ only forks it and reports its wait status and CPU time.
 Over a SOCK_SEQPACKET pair (the template's end at its fd 0):
 `ready` (prepared) or `!<why>` (a layer failed), then per run the zygote's
 `run` with the run's four pipe ends attached (SCM_RIGHTS), answered by the
-run's pid, then its pid, wait status and CPU seconds once it has ended. The
+run's pid; the zygote's `watching` once it holds a pidfd of the run (the run
+is not reaped before), answered by its pid, wait status and CPU seconds once
+it has ended. The
 zygote's end of file ends the template.
 """
 
@@ -35,6 +39,7 @@ import signal
 import struct
 from typing import NoReturn
 
+from reward_service.sandbox import protocol
 from reward_service.sandbox.confine import CONFINEMENT_FAILED, Confinement, RunLimits
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.runners import PythonRunner
@@ -43,6 +48,7 @@ _PID = struct.Struct("=i")
 _ENDED = struct.Struct("=iid")
 _RUN = b"run"
 _READY = b"ready"
+_WATCHING = b"watching"
 _FDS = _socket.CMSG_SPACE(4 * 4)
 
 
@@ -60,8 +66,13 @@ class Template:
         workdir: str,
         ruleset: Ruleset | None,
         limits: RunLimits,
+        source: memoryview,
     ) -> None:
         self.workdir = workdir
+        self.limits = limits
+        self._source = protocol.private_buffer(len(source))  # no fork inherits it
+        self._source[: len(source)] = source
+        self._source_bytes = len(source)
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         self.channel = ours
         self.pid = os.fork()
@@ -71,6 +82,15 @@ class Template:
         theirs.close()
         if ruleset is not None:
             os.close(ruleset.fd)
+
+    def serves(self, source: memoryview, time_s: float, memory_mb: int) -> bool:
+        """Whether it runs `source` under these limits: a request that may use it."""
+        if (self.limits.time_s, self.limits.memory_mb) != (time_s, memory_mb):
+            return False
+        if len(source) != self._source_bytes:
+            return False
+        with memoryview(self._source) as kept:
+            return kept[: self._source_bytes] == source
 
     def wait_ready(self, timeout_s: float) -> str | None:
         """None once the template is ready; why not, if a layer failed. TemplateLost when it
@@ -82,9 +102,10 @@ class Template:
             return message[1:].decode("utf-8", "replace")
         raise TemplateLost("no word from the template")
 
-    def start_run(self, fds: tuple[int, int, int, int], timeout_s: float) -> int:
+    def start_run(self, fds: tuple[int, int, int, int], timeout_s: float) -> tuple[int, int]:
         """Hand the template a run's pipe ends (stdin's read end, stdout's and stderr's and
-        the report's write ends); the pid of the run it forked."""
+        the report's write ends); the pid of the run it forked, and a pidfd of it, opened
+        before the template may reap it (so it is that process, however soon it ends)."""
         try:
             self.channel.sendmsg(
                 [_RUN], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("=4i", *fds))]
@@ -95,7 +116,16 @@ class Template:
         if len(message) != _PID.size or _PID.unpack(message)[0] <= 0:
             raise TemplateLost("the template forked no run")
         pid: int = _PID.unpack(message)[0]
-        return pid
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError as e:
+            raise TemplateLost(f"no pidfd of the run: {e}") from None
+        try:
+            self.channel.sendmsg([_WATCHING])
+        except OSError as e:
+            os.close(pidfd)
+            raise TemplateLost(f"the template is gone: {e}") from None
+        return pid, pidfd
 
     def end_run(self, pid: int, timeout_s: float) -> tuple[int, float]:
         """The wait status and CPU seconds of run `pid`, once it has ended."""
@@ -110,6 +140,7 @@ class Template:
     def close(self) -> None:
         """End the template (it exits at end of file; killed besides) and reap it."""
         self.channel.close()
+        self._source.close()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
@@ -146,7 +177,7 @@ def _become_template(
             os._exit(CONFINEMENT_FAILED)
         prepared = runner.prepare(workdir)
         sock = _socket.socket(fileno=0)
-        sock.send(_READY)
+        sock.sendmsg([_READY])  # not `send`: `sendto` is a call runs are refused
         me = os.getpid()
         while True:
             message, ancillary, _, _ = sock.recvmsg(16, _FDS)
@@ -164,9 +195,11 @@ def _become_template(
                 runner.start(prepared)
             for fd in fds:
                 os.close(fd)
-            sock.send(_PID.pack(pid))
+            sock.sendmsg([_PID.pack(pid)])
+            if sock.recv(16) != _WATCHING:  # the zygote holds a pidfd of it: reap it now
+                os._exit(0)
             _, status, usage = os.wait4(pid, 0)
-            sock.send(_ENDED.pack(pid, status, usage.ru_utime + usage.ru_stime))
+            sock.sendmsg([_ENDED.pack(pid, status, usage.ru_utime + usage.ru_stime)])
     finally:
         os._exit(CONFINEMENT_FAILED)
 

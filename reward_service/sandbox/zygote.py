@@ -31,6 +31,7 @@ import mmap
 import os
 import random  # noqa: F401
 import re  # noqa: F401
+import select
 import signal
 import statistics  # noqa: F401
 import string  # noqa: F401
@@ -87,6 +88,9 @@ BUILD_OUTPUT = 64 * 1024
 """A build's messages read (stdout and stderr joined); past it the build ends `output_limit`."""
 BUILD_MESSAGE = 4096
 """Of a build's messages, the first bytes answered."""
+TEMPLATE_IDLE_S = 0.1
+"""How long a template waits for the next request (an answer's next tests) before it is
+closed: the runs of an answer's requests share it, and it outlives the answer by no more."""
 _TEMPLATE_WAIT_S = 2.0
 """How long a template may take to be ready, to fork a run or to report one ended: past it,
 it is lost (a run so retried stays well inside the worker's grace, `_REPLY_GRACE_S`)."""
@@ -141,6 +145,8 @@ class Zygote:
         self.runs = 0
         self.running: int | None = None
         """The run process between its fork and its reaping."""
+        self.template: Template | None = None
+        """The last request's template, kept for the next (`_template_for`)."""
         pid = os.getpid()
         can_switch_uid = os.geteuid() == 0 and linux.has_capabilities(
             linux.CAP_SETUID, linux.CAP_SETGID, linux.CAP_CHOWN
@@ -257,32 +263,38 @@ class Zygote:
                 fetched[:] = run_files.read_files(workdir, fetch, int(request["fetch_bytes"]))
 
             template: Template | None = None
-            templated = step is not None and self._templated(step, len(sizes))
-            for size in sizes:
-                assert step is not None
-                left = float(request["budget_s"]) - (time.monotonic() - started)
-                if left < float(request["time_s"]) + RUN_OVERHEAD_S:
-                    break
-                stdin, offset = view[offset : offset + size], offset + size
-                fetched.clear()
-                if templated and template is None:
-                    templated, template = False, self._open_template(step, source, files)
-                keep = take if fetch else None
-                outcome, seen, template = self._run_via(template, step, source, stdin, keep, files)
-                stdout = seen.stdout.head(int(request["output_bytes"]))
-                stderr = seen.stderr.tail(STDERR_TAIL)
-                outcome.update(stdout_bytes=len(stdout), stderr_bytes=len(stderr))
-                outcome["files"] = [[index, len(data)] for index, data in fetched]
-                datas = [data for _, data in fetched]
-                protocol.write_frame(control_out, outcome, stdout, stderr, *datas)
-                stdout.release()
-                stderr.release()
-                stdin.release()
-                seen.close()
-                if request["stop_at_first_failure"] and outcome["kind"] != "ok":
-                    break
-            if template is not None:
-                self._close_template(template)
+            templated = step is not None and self._templated(step)
+            if not templated:
+                self.drop_template()
+            try:
+                for size in sizes:
+                    assert step is not None
+                    left = float(request["budget_s"]) - (time.monotonic() - started)
+                    if left < float(request["time_s"]) + RUN_OVERHEAD_S:
+                        break
+                    stdin, offset = view[offset : offset + size], offset + size
+                    fetched.clear()
+                    if templated and template is None:
+                        templated, template = False, self._template_for(step, source, files)
+                    keep = take if fetch else None
+                    outcome, seen, template = self._run_via(
+                        template, step, source, stdin, keep, files
+                    )
+                    stdout = seen.stdout.head(int(request["output_bytes"]))
+                    stderr = seen.stderr.tail(STDERR_TAIL)
+                    outcome.update(stdout_bytes=len(stdout), stderr_bytes=len(stderr))
+                    outcome["files"] = [[index, len(data)] for index, data in fetched]
+                    datas = [data for _, data in fetched]
+                    protocol.write_frame(control_out, outcome, stdout, stderr, *datas)
+                    stdout.release()
+                    stderr.release()
+                    stdin.release()
+                    seen.close()
+                    if request["stop_at_first_failure"] and outcome["kind"] != "ok":
+                        break
+            finally:
+                if template is not None:  # for the answer's next request, if it is one
+                    self.template = template
             source.release()
             for _, data in files:
                 data.release()
@@ -334,6 +346,7 @@ class Zygote:
     ) -> Build:
         """The program built (or kept from an earlier request), in a confined run of the
         compiler with the request's build limits."""
+        self.drop_template()  # a build is a run forked here
         found = self.toolchains.get(toolchain.language)
         try:
             dialect = toolchain.dialect(request.get("dialect"))
@@ -471,16 +484,39 @@ class Zygote:
             report_r,
         )
 
-    def _templated(self, step: Step, runs: int) -> bool:
+    def _templated(self, step: Step) -> bool:
         """Whether an answer's runs of `step` come from a template (`template`): Python
-        programs run more than once, where seccomp keeps each run from forking (no run of a
-        template may leave a process behind)."""
+        programs, where seccomp keeps each run from forking (no run of a template may leave
+        a process behind)."""
         return (
             isinstance(step.runner, PythonRunner)
             and step.mode == "program"
             and self.confinement.syscall_filter is not None
-            and runs > 1
         )
+
+    def _template_for(
+        self, step: Step, source: memoryview, files: run_files.Files
+    ) -> Template | None:
+        """The template kept from the last request if it runs this program under these
+        limits (an answer's tests come in several requests), its directory laid out for
+        this one; else a new one (None where it could not start)."""
+        kept, self.template = self.template, None
+        if kept is not None and kept.serves(source, step.time_s, step.memory_mb):
+            try:
+                self._reset(kept, step, source, files)
+                return kept
+            except (TemplateLost, OSError):
+                pass
+        if kept is not None:
+            self._close_template(kept)
+        return self._open_template(step, source, files)
+
+    def drop_template(self) -> None:
+        """Close the template kept from the last request: no run is forked here beside one
+        (the strays a run of ours leaves are found among our children)."""
+        kept, self.template = self.template, None
+        if kept is not None:
+            self._close_template(kept)
 
     def _open_template(
         self, step: Step, source: memoryview, files: run_files.Files
@@ -495,7 +531,7 @@ class Zygote:
         try:
             self._lay_out(step, source, files, workdir)
             ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
-            template = Template(self.confinement, step.runner, workdir, ruleset, limits)
+            template = Template(self.confinement, step.runner, workdir, ruleset, limits, source)
         except OSError:
             remove_tree(workdir)
             return None
@@ -548,7 +584,7 @@ class Zygote:
         theirs, ours = self._pipes()
         started = time.monotonic()
         try:
-            pid = template.start_run(theirs, _TEMPLATE_WAIT_S)
+            pid, pidfd = template.start_run(theirs, _TEMPLATE_WAIT_S)
         except TemplateLost:
             for fd in ours:
                 os.close(fd)
@@ -568,7 +604,8 @@ class Zygote:
             step.output_bytes,
             watch,
             ThreadWatch(pid, THREADS) if self.shares_uid else None,
-            lambda: _kill_one(pid),
+            lambda: _kill_by(pidfd),
+            pidfd,
         )
         try:
             status, cpu_s = template.end_run(pid, _TEMPLATE_WAIT_S)
@@ -673,15 +710,16 @@ class Zygote:
             return []
 
     def close(self) -> None:
+        self.drop_template()
         if self.owns_scratch_root:
             remove_tree(self.scratch_root)  # what is left, the next sweep removes
 
 
-def _kill_one(pid: int) -> None:
-    """SIGKILL a template's run (it cannot fork: nothing else of it is left) and its group."""
-    for kill in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            kill(pid, signal.SIGKILL)
+def _kill_by(pidfd: int) -> None:
+    """SIGKILL a template's run by its pidfd: that process, even once its template has
+    reaped it and its pid is free (it cannot fork: nothing else of it is left)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
 
 
 def _outcome(
@@ -785,6 +823,8 @@ def main() -> None:
         hello["stale_roots_left"] = left
         protocol.write_frame(control_out, hello)
         while error is None:
+            if zygote.template is not None and not _readable(control_in, TEMPLATE_IDLE_S):
+                zygote.drop_template()  # the answer is over: nothing of it outlives it long
             frame = protocol.read_frame(control_in)
             if frame is None:
                 break
@@ -806,6 +846,10 @@ def _add_site(site_packages: list[str]) -> None:
     site.setquit()
     site.setcopyright()
     site.sethelper()
+
+
+def _readable(fd: int, timeout_s: float) -> bool:
+    return bool(select.select([fd], [], [], timeout_s)[0])
 
 
 def _clean_up_when_orphaned(zygote: Zygote) -> None:

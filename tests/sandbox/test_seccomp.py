@@ -484,3 +484,54 @@ def test_the_comparison_finds_a_rule_dropped(
     MUTATIONS[mutation](monkeypatch)
     new = new_program("x86_64", True, monkeypatch)
     assert differences(old_program("x86_64", True), new, "x86_64") != []
+
+
+def _verdict(program: bytes, nr: int, args: tuple[int, ...], arch: int) -> int:
+    """What classic BPF `program` answers for a call (`seccomp_data`: nr, arch, args)."""
+    data = struct.pack("=iI", nr, arch) + struct.pack("=Q", 0) + struct.pack("=6Q", *args)
+    accumulator, pc = 0, 0
+    instructions = [struct.unpack_from("=HBBI", program, i) for i in range(0, len(program), 8)]
+    while True:
+        code, jt, jf, k = instructions[pc]
+        pc += 1
+        if code == 0x20:  # LD W ABS
+            accumulator = struct.unpack_from("=I", data, k)[0]
+        elif code == 0x54:  # AND K
+            accumulator &= k
+        elif code in (0x15, 0x35, 0x45):  # JEQ, JGE, JSET K
+            taken = {0x15: accumulator == k, 0x35: accumulator >= k, 0x45: accumulator & k}
+            pc += jt if taken[code] else jf
+        elif code == 0x05:  # JA
+            pc += k
+        elif code == 0x06:  # RET K
+            return k
+        else:
+            raise AssertionError(f"opcode {code:#x} not emulated")
+
+
+def _stricter(first: int, second: int) -> int:
+    """The verdict the kernel keeps of two stacked filters' (the lower signed action)."""
+    action = lambda v: struct.unpack("=i", struct.pack("=I", v & 0xFFFF0000))[0]  # noqa: E731
+    return first if action(first) <= action(second) else second
+
+
+def test_a_templates_filter_and_its_runs_stack_to_the_whole_filter() -> None:
+    """For every call number and a spread of arguments (clone flags, pids, fcntl and ioctl
+    requests, open flags), the template's part and a run's part, stacked, answer exactly
+    what the whole program filter answers; and a run's part is a short program."""
+    pid = 4242
+    whole = SyscallFilter(part="whole").program(pid)
+    template = SyscallFilter(part="template").program(1111)
+    run = SyscallFilter(part="template_run").program(pid)
+    assert len(run) * 5 < len(whole)
+    arch = seccomp._AUDIT_ARCH[linux.ARCH]
+    values = [0, 1, 2, 3, 4, 8, 15, 17, pid, 1111, -1 & 0xFFFFFFFF, 0x5452, 0x8901, 0x40086602]
+    values += [linux.CLONE_THREAD | 0x11, 0x11, linux.CLONE_NEWNET, os.O_WRONLY, 0o20000000]
+    for nr in range(500):
+        for first in values:
+            for second in (0, 10, 0o20000):
+                args = (first, second, second, 0, 0, 0)
+                stacked = _stricter(
+                    _verdict(run, nr, args, arch), _verdict(template, nr, args, arch)
+                )
+                assert stacked == _verdict(whole, nr, args, arch), (nr, args)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from reward_service.sandbox import Kind, Limits, Program
+from reward_service.sandbox.zygote import TEMPLATE_IDLE_S
 from reward_service.sandbox.zygote_client import ZygoteSandbox
 
 LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
@@ -36,14 +37,21 @@ def runs(sandbox: ZygoteSandbox, source: str, stdins: list[bytes]) -> list[bytes
 
 
 def test_an_answers_runs_are_forked_by_one_template(sandbox: ZygoteSandbox) -> None:
-    """Runs of one answer share a parent that is neither the zygote nor any run, and each
-    is a process of its own leading its own session; a one-run answer is forked as before."""
+    """Runs of one program share a parent that is neither the zygote nor any run, also
+    across requests (an answer's tests come in several), and each is a process of its own
+    leading its own session; another program, or other limits, get another template."""
     source = "import os\nprint(os.getppid(), os.getpid(), os.getsid(0) == os.getpid())"
     seen = [line.split() for line in runs(sandbox, source, [b""] * 3)]
     parents, pids, leaders = zip(*seen, strict=True)
     assert len(set(parents)) == 1 and len(set(pids)) == 3 and set(leaders) == {b"True"}
-    (alone,) = runs(sandbox, source, [b""])
-    assert alone.split()[0] != parents[0]
+    assert parents[0] not in pids
+    (again,) = runs(sandbox, source, [b""])
+    assert again.split()[0] == parents[0]
+    (other,) = runs(sandbox, source + "\n", [b""])
+    assert other.split()[0] != parents[0]
+    shorter = Limits(time_s=1.5, memory_mb=256, output_bytes=1 << 20)
+    (limited,) = sandbox.run(Program("python", source + "\n"), [b""], shorter, 30)
+    assert limited.stdout.split()[0] != other.split()[0]
 
 
 def test_each_run_finds_the_directory_as_the_first_run_did(sandbox: ZygoteSandbox) -> None:
@@ -137,3 +145,22 @@ def test_a_lost_template_costs_no_verdict(sandbox: ZygoteSandbox) -> None:
     killer.join()
     assert killed, "no template seen"
     assert outputs == [b"slow\n", b"a\n", b"b\n"]
+
+
+def test_a_template_outlives_its_answer_briefly(sandbox: ZygoteSandbox) -> None:
+    """Once no request follows for `TEMPLATE_IDLE_S`, the template is gone: nothing of an
+    answer stays alive after it."""
+    assert sandbox._process is not None
+    root = sandbox._process.pid
+    depth = 2 if "pidns" in sandbox.layers else 1  # root -> zygote -> template
+
+    def below() -> list[int]:
+        level = [root]
+        for _ in range(depth):
+            level = [child for pid in level for child in _children(pid)]
+        return level
+
+    runs(sandbox, "print('kept')", [b""])
+    assert below(), "no template after a run"
+    time.sleep(TEMPLATE_IDLE_S + 0.5)
+    assert below() == []
