@@ -123,7 +123,8 @@ def _children(pid: int) -> list[int]:
 
 def test_a_lost_template_costs_no_verdict(sandbox: ZygoteSandbox) -> None:
     """The template killed while a run is in progress: that run is run again, forked by
-    the zygote, and so are the rest; every verdict is the program's own."""
+    the same zygote (not a replacement), and so are the rest; every verdict is the
+    program's own."""
     assert sandbox._process is not None
     root = sandbox._process.pid
     # root -> zygote -> template -> run; in a PID namespace, root waits for the zygote
@@ -145,6 +146,7 @@ def test_a_lost_template_costs_no_verdict(sandbox: ZygoteSandbox) -> None:
     killer.join()
     assert killed, "no template seen"
     assert outputs == [b"slow\n", b"a\n", b"b\n"]
+    assert sandbox._process is not None and sandbox._process.pid == root  # not a restart
 
 
 def test_a_template_outlives_its_answer_briefly(sandbox: ZygoteSandbox) -> None:
