@@ -407,7 +407,6 @@ class Zygote:
         """One run of `step` on `stdin`, starting with `files` beside the runner's: its
         outcome and what was read of it; `keep` takes what it wants of the run's directory
         once the run and all it left are dead."""
-        runner = step.runner
         limits = RunLimits(step.time_s, step.memory_mb, self.scratch_mb, self._tasks())
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
@@ -424,33 +423,60 @@ class Zygote:
             if pid == 0:
                 child_fds = (stdin_r, stdout_w, stderr_w, report_w)
                 self._become_run(step, child_fds, ruleset, workdir, limits, exec_fd)
-            self.running = pid
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
-            watch = None if "mountns" in self.namespaces else ScratchWatch(workdir, self.scratch_mb)
-            seen = supervise(
-                pid,
-                stdin,
-                ours,
-                started + limits.time_s,
-                step.output_bytes,
-                watch,
-                ThreadWatch(pid, THREADS) if self.shares_uid else None,
-                lambda: self._kill(pid),
-            )
-            status, cpu_s = self._end(pid)
-            self.running = None
-            if watch is not None:
-                seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
-            outcome = _outcome(seen, status, cpu_s, limits, seen.ended - started, runner)
-            if keep is not None:
-                if self.confinement.run_uid is not None:  # the run's directory back
-                    os.chown(workdir, os.geteuid(), os.getegid())
-                keep(workdir, outcome)
+            kill, end = (lambda: self._kill(pid)), (lambda: self._end(pid))
+            return self._watch(pid, stdin, ours, started, step, limits, workdir, kill, end, keep)
         finally:
             if exec_fd is not None:
                 os.close(exec_fd)
             remove_tree(workdir)
+
+    def _watch(
+        self,
+        pid: int,
+        stdin: memoryview,
+        ours: tuple[int, int, int, int],
+        started: float,
+        step: Step,
+        limits: RunLimits,
+        workdir: str,
+        kill: typing.Callable[[], None],
+        end: typing.Callable[[], tuple[int, float]],
+        keep: typing.Callable[[str, protocol.Message], None] | None,
+        pidfd: int | None = None,
+    ) -> tuple[protocol.Message, Seen]:
+        """Supervise run `pid` (started at `started`, in `workdir`; our ends of its pipes
+        `ours`) until it ends or breaks a limit, `kill` ending it and `end` telling its wait
+        status and CPU seconds once it is gone; its outcome, and what was read of it. `keep`
+        takes what it wants of the run's directory then."""
+        self.running = pid
+        watch = None if "mountns" in self.namespaces else ScratchWatch(workdir, self.scratch_mb)
+        seen = supervise(
+            pid,
+            stdin,
+            ours,
+            started + limits.time_s,
+            step.output_bytes,
+            watch,
+            ThreadWatch(pid, THREADS) if self.shares_uid else None,
+            kill,
+            pidfd,
+        )
+        try:
+            status, cpu_s = end()
+        except BaseException:
+            seen.close()
+            raise
+        finally:
+            self.running = None
+        if watch is not None:
+            seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
+        outcome = _outcome(seen, status, cpu_s, limits, seen.ended - started, step.runner)
+        if keep is not None:
+            if self.confinement.run_uid is not None:  # the run's directory back
+                os.chown(workdir, os.geteuid(), os.getegid())
+            keep(workdir, outcome)
         return outcome, seen
 
     def _lay_out(
@@ -477,12 +503,8 @@ class Zygote:
         if self.confinement.run_uid is not None:  # its own, to reopen as /dev/stdin and such
             for fd in (stdin_r, stdout_w, stderr_w):
                 os.fchown(fd, self.confinement.run_uid, self.confinement.run_uid)
-        return (stdin_r, stdout_w, stderr_w, report_w), (
-            stdin_w,
-            stdout_r,
-            stderr_r,
-            report_r,
-        )
+        theirs = (stdin_r, stdout_w, stderr_w, report_w)
+        return theirs, (stdin_w, stdout_r, stderr_r, report_r)
 
     def _templated(self, step: Step) -> bool:
         """Whether an answer's runs of `step` come from a template (`template`): Python
@@ -592,37 +614,10 @@ class Zygote:
         finally:
             for fd in theirs:
                 os.close(fd)
-        self.running = pid
-        watch = None
-        if "mountns" not in self.namespaces:
-            watch = ScratchWatch(template.workdir, self.scratch_mb)
-        seen = supervise(
-            pid,
-            stdin,
-            ours,
-            started + step.time_s,
-            step.output_bytes,
-            watch,
-            ThreadWatch(pid, THREADS) if self.shares_uid else None,
-            lambda: _kill_by(pidfd),
-            pidfd,
-        )
-        try:
-            status, cpu_s = template.end_run(pid, _TEMPLATE_WAIT_S)
-        except TemplateLost:
-            seen.close()
-            raise
-        finally:
-            self.running = None
-        if watch is not None:
-            seen.scratch_exceeded = seen.scratch_exceeded or watch.exceeded(final=True)
         limits = RunLimits(step.time_s, step.memory_mb, self.scratch_mb)
-        outcome = _outcome(seen, status, cpu_s, limits, seen.ended - started, step.runner)
-        if keep is not None:
-            if self.confinement.run_uid is not None:  # the run's directory back
-                os.chown(template.workdir, os.geteuid(), os.getegid())
-            keep(template.workdir, outcome)
-        return outcome, seen
+        kill, end = (lambda: _kill_by(pidfd)), (lambda: template.end_run(pid, _TEMPLATE_WAIT_S))
+        workdir = template.workdir
+        return self._watch(pid, stdin, ours, started, step, limits, workdir, kill, end, keep, pidfd)
 
     def _reset(
         self, template: Template, step: Step, source: memoryview, files: run_files.Files
