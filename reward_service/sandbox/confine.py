@@ -111,6 +111,13 @@ class Confinement:
             self._variants[key] = built
         return self._variants[key]
 
+    def build_filters(self) -> None:
+        """In the zygote, once its layers are known: the filters of templates and their runs
+        (`filter_for`), so that forks inherit them. Built after a fork, every template and
+        every run built its own: some 120 page faults and 0.3 ms a run."""
+        for mode in ("template", "template_run"):
+            self.filter_for(mode)
+
     def apply(
         self,
         fds: tuple[int, int, int, int],
@@ -205,6 +212,9 @@ class Confinement:
 def _own_fds(keep: list[int], exec_fd: int | None = None) -> None:
     """`keep` become fds 0, 1, ... (the run's pipes, then its ruleset), `exec_fd` becomes
     `EXEC_FD` (close-on-exec); all others close."""
+    if exec_fd is None and keep == list(range(len(keep))):  # in place: a template's run
+        os.closerange(len(keep), 1 << 20)
+        return
     moving = keep if exec_fd is None else [*keep, exec_fd]
     # above every target (and below RLIMIT_NOFILE, which a template's run inherits)
     floor = len(keep) if exec_fd is None else EXEC_FD + 1

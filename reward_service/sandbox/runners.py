@@ -110,8 +110,9 @@ class Runner(Protocol):
 class Prepared:
     """A Python program ready to run (`PythonRunner.prepare`)."""
 
-    script: str
     source: bytes
+    main: types.ModuleType
+    """`__main__`, fresh: the namespace the program runs in."""
 
 
 class PythonRunner:
@@ -129,8 +130,10 @@ class PythonRunner:
     def prepare(self, workdir: str) -> Prepared:
         """What every run of the program in `workdir` starts from, made once in the process
         that runs it or forks its runs (`template`): the source read, the environment,
-        `sys.argv` and `sys.path`. The source is compiled by each run, under its seccomp
-        filter (a template has none): no part of the interpreter meets it unconfined."""
+        `sys.argv`, `sys.path`, the standard streams and a fresh `__main__` (a run writes
+        to every page it touches first, a copy-on-write fault each: what its template does
+        for it costs a run nothing). The source is compiled by each run, under its whole
+        seccomp filter: no part of the interpreter meets it less confined."""
         script = os.path.join(workdir, SCRIPT)
         fd = os.open(script, os.O_RDONLY | os.O_CLOEXEC)  # not `open`: no stream to build
         source = os.read(fd, os.fstat(fd).st_size)
@@ -142,18 +145,17 @@ class PythonRunner:
         sys.set_int_max_str_digits(0)
         sys.argv = [SCRIPT]
         sys.path[:] = [workdir, *sys.path]
-        return Prepared(script, source)
-
-    def start(self, prepared: Prepared) -> NoReturn:
-        """Become the prepared program (`random` reseeds itself in every fork: its
-        `os.register_at_fork` hook)."""
         for name, stream in _STREAMS.items():
             setattr(sys, name, stream)
             setattr(sys, f"__{name}__", stream)
         main = types.ModuleType("__main__")
-        main.__file__ = prepared.script
+        main.__file__ = script
         sys.modules["__main__"] = main
-        os._exit(_finish(_execute(prepared, main)))
+        return Prepared(source, main)
+
+    def start(self, prepared: Prepared) -> NoReturn:
+        """Become the prepared program."""
+        os._exit(_finish(_execute(prepared)))
 
     def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
         """Status 1 and a last stderr line starting `MemoryError`, as `python` ends so."""
@@ -215,10 +217,10 @@ def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> 
     )
 
 
-def _execute(prepared: Prepared, main: types.ModuleType) -> int:
+def _execute(prepared: Prepared) -> int:
     """The program's exit status as `python` would compute it."""
     try:
-        exec(compile(prepared.source, SCRIPT, "exec"), main.__dict__)
+        exec(compile(prepared.source, SCRIPT, "exec"), prepared.main.__dict__)
     except SystemExit as e:
         return _exit_status(e)
     except BaseException as e:  # the program's own failure, reported as python would

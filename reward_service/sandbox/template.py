@@ -20,7 +20,7 @@ lets a run signal itself alone; the template is not dumpable), cannot fork
 still supervises each run: its pipes, deadline, caps, kill; the template
 only forks it and reports its wait status and CPU time.
 
-Over a SOCK_SEQPACKET pair (the template's end at its fd 0):
+Over a SOCK_SEQPACKET pair (the template's end at its fd 0, then `_CHANNEL_FD`):
 `ready` (prepared) or `!<why>` (a layer failed), then per run the zygote's
 `run` with the run's four pipe ends attached (SCM_RIGHTS), answered by the
 run's pid; the zygote's `watching` once it holds a pidfd of the run (the run
@@ -50,6 +50,9 @@ _RUN = b"run"
 _READY = b"ready"
 _WATCHING = b"watching"
 _FDS = _socket.CMSG_SPACE(4 * 4)
+_CHANNEL_FD = 4
+"""The template's end of its channel once it is ready: above fds 0-3, where the four
+descriptors of each run arrive (the lowest free), so its runs find them in place."""
 
 
 class TemplateLost(Exception):
@@ -176,7 +179,9 @@ def _become_template(
             os.write(0, b"!" + str(e.strerror).encode())
             os._exit(CONFINEMENT_FAILED)
         prepared = runner.prepare(workdir)
-        sock = _socket.socket(fileno=0)
+        os.dup2(0, _CHANNEL_FD, inheritable=False)
+        os.close(0)
+        sock = _socket.socket(fileno=_CHANNEL_FD)
         sock.sendmsg([_READY])  # not `send`: `sendto` is a call runs are refused
         me = os.getpid()
         while True:

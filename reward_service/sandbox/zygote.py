@@ -29,11 +29,9 @@ import json
 import math  # noqa: F401
 import mmap
 import os
-import random  # noqa: F401
 import re  # noqa: F401
 import select
 import signal
-import statistics  # noqa: F401
 import string  # noqa: F401
 import sys
 import time
@@ -806,8 +804,9 @@ def main() -> None:
             left = sweep_scratch_roots(scratch_parent())  # before a mount namespace
             toolchains = {k: found_from_json(v) for k, v in config.get("toolchains", {}).items()}
             zygote = Zygote(int(config["scratch_mb"]), toolchains, config.get("pch"))
-            gc.freeze()
             error = zygote.self_test()
+            zygote.confinement.build_filters()
+            gc.freeze()
         except OSError as e:
             protocol.write_frame(control_out, {"layers": [], "error": str(e)})
             return

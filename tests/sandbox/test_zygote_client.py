@@ -510,6 +510,7 @@ def test_the_zygote_side_imports_only_the_stdlib_and_its_siblings(module: str) -
 
 FORK_COSTLY = {
     "threading",
+    "random",
     "subprocess",
     "shutil",
     "tempfile",
@@ -521,8 +522,9 @@ FORK_COSTLY = {
     "lzma",
     "platform",
 }
-"""Modules every run would inherit from the zygote at a cost: `threading` hooks every fork
-(its after-fork handler copied ~100 of the zygote's pages in each run), the others map
+"""Modules every run would inherit from the zygote at a cost: `threading` and `random` hook
+every fork (their after-fork handlers copied ~100 and ~45 of the zygote's pages in each
+run: `random` reseeds itself, which a run that imports it does anyway), the others map
 extension modules and libraries (a fork copies, and an exit tears down, each mapping) or
 import those that do."""
 
