@@ -23,10 +23,10 @@ only forks it and reports its wait status and CPU time.
 Over a SOCK_SEQPACKET pair (the template's end at its fd 0, then `_CHANNEL_FD`):
 `ready` (prepared) or `!<why>` (a layer failed), then per run the zygote's
 `run` with the run's four pipe ends attached (SCM_RIGHTS), answered by the
-run's pid; the zygote's `watching` once it holds a pidfd of the run (the run
-is not reaped before), answered by its pid, wait status and CPU seconds once
-it has ended. The
-zygote's end of file ends the template.
+run's pid with a pidfd of it attached (opened before the run can be reaped,
+so it is that process however soon it ends), then by its pid, wait status
+and CPU seconds once it has ended. The zygote's end of file ends the
+template.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ _PID = struct.Struct("=i")
 _ENDED = struct.Struct("=iid")
 _RUN = b"run"
 _READY = b"ready"
-_WATCHING = b"watching"
 _FDS = _socket.CMSG_SPACE(4 * 4)
+_PIDFD = _socket.CMSG_SPACE(4)
 _CHANNEL_FD = 4
 """The template's end of its channel once it is ready: above fds 0-3, where the four
 descriptors of each run arrive (the lowest free), so its runs find them in place."""
@@ -107,28 +107,31 @@ class Template:
 
     def start_run(self, fds: tuple[int, int, int, int], timeout_s: float) -> tuple[int, int]:
         """Hand the template a run's pipe ends (stdin's read end, stdout's and stderr's and
-        the report's write ends); the pid of the run it forked, and a pidfd of it, opened
-        before the template may reap it (so it is that process, however soon it ends)."""
+        the report's write ends); the pid of the run it forked, and the pidfd of it the
+        template opened before it could reap the run."""
         try:
             self.channel.sendmsg(
                 [_RUN], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("=4i", *fds))]
             )
         except OSError as e:
             raise TemplateLost(f"the template is gone: {e}") from None
-        message = self._receive(timeout_s)
-        if len(message) != _PID.size or _PID.unpack(message)[0] <= 0:
+        self._wait(timeout_s)
+        try:
+            message, ancillary, _, _ = self.channel.recvmsg(64, _PIDFD)
+        except OSError as e:
+            raise TemplateLost(f"the template is gone: {e}") from None
+        received = [
+            fd
+            for level, kind, data in ancillary
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS
+            for (fd,) in struct.iter_unpack("=i", data[: len(data) - len(data) % 4])
+        ]
+        if len(message) != _PID.size or _PID.unpack(message)[0] <= 0 or len(received) != 1:
+            for fd in received:
+                os.close(fd)
             raise TemplateLost("the template forked no run")
         pid: int = _PID.unpack(message)[0]
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError as e:
-            raise TemplateLost(f"no pidfd of the run: {e}") from None
-        try:
-            self.channel.sendmsg([_WATCHING])
-        except OSError as e:
-            os.close(pidfd)
-            raise TemplateLost(f"the template is gone: {e}") from None
-        return pid, pidfd
+        return pid, received[0]
 
     def end_run(self, pid: int, timeout_s: float) -> tuple[int, float]:
         """The wait status and CPU seconds of run `pid`, once it has ended."""
@@ -149,10 +152,13 @@ class Template:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
-    def _receive(self, timeout_s: float) -> bytes:
+    def _wait(self, timeout_s: float) -> None:
         ready, _, _ = select.select([self.channel], [], [], max(0.0, timeout_s))
         if not ready:
             raise TemplateLost("the template did not answer in time")
+
+    def _receive(self, timeout_s: float) -> bytes:
+        self._wait(timeout_s)
         try:
             message: bytes = self.channel.recv(64)
         except OSError as e:
@@ -200,9 +206,12 @@ def _become_template(
                 runner.start(prepared)
             for fd in fds:
                 os.close(fd)
-            sock.sendmsg([_PID.pack(pid)])
-            if sock.recv(16) != _WATCHING:  # the zygote holds a pidfd of it: reap it now
-                os._exit(0)
+            pidfd = os.pidfd_open(pid)  # before the run may be reaped: it is that process
+            sock.sendmsg(
+                [_PID.pack(pid)],
+                [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("=i", pidfd))],
+            )
+            os.close(pidfd)
             _, status, usage = os.wait4(pid, 0)
             sock.sendmsg([_ENDED.pack(pid, status, usage.ru_utime + usage.ru_stime)])
     finally:
