@@ -108,9 +108,9 @@ class Runner(Protocol):
 
 @dataclass(frozen=True)
 class Prepared:
-    """A Python program ready to run (`PythonRunner.prepare`)."""
+    """A process ready to run the Python program in its directory (`PythonRunner.prepare`)."""
 
-    source: bytes
+    script: str
     main: types.ModuleType
     """`__main__`, fresh: the namespace the program runs in."""
 
@@ -128,16 +128,14 @@ class PythonRunner:
         self.start(self.prepare(workdir))
 
     def prepare(self, workdir: str) -> Prepared:
-        """What every run of the program in `workdir` starts from, made once in the process
-        that runs it or forks its runs (`template`): the source read, the environment,
-        `sys.argv`, `sys.path`, the standard streams and a fresh `__main__` (a run writes
-        to every page it touches first, a copy-on-write fault each: what its template does
-        for it costs a run nothing). The source is compiled by each run, under its whole
-        seccomp filter: no part of the interpreter meets it less confined."""
+        """What every run of a program in `workdir` starts from, made once in the process
+        that runs it or forks its runs (`template`): the environment, `sys.argv`,
+        `sys.path`, the standard streams and a fresh `__main__` (a run writes to every
+        page it touches first, a copy-on-write fault each: what its template does for it
+        costs a run nothing). Nothing of the program: each run reads and compiles its
+        source, under its whole seccomp filter, so that no part of the interpreter meets
+        it less confined and a template holds nothing of any answer."""
         script = os.path.join(workdir, SCRIPT)
-        fd = os.open(script, os.O_RDONLY | os.O_CLOEXEC)  # not `open`: no stream to build
-        source = os.read(fd, os.fstat(fd).st_size)
-        os.close(fd)
         os.environ["HOME"] = os.environ["TMPDIR"] = workdir  # beside `share_environment`'s
         # No 4,300-digit limit on int <-> str (CPython's default since 3.11, and the zygote's):
         # `print(factorial(5000))` is a correct answer to a problem whose outputs were made
@@ -151,11 +149,20 @@ class PythonRunner:
         main = types.ModuleType("__main__")
         main.__file__ = script
         sys.modules["__main__"] = main
-        return Prepared(source, main)
+        return Prepared(script, main)
 
     def start(self, prepared: Prepared) -> NoReturn:
-        """Become the prepared program."""
-        os._exit(_finish(_execute(prepared)))
+        """Become the program in the prepared directory."""
+        try:
+            fd = os.open(prepared.script, os.O_RDONLY | os.O_CLOEXEC)  # no stream to build
+            try:
+                source = os.read(fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
+        except OSError as e:  # as `python` says it
+            os.write(2, f"python: can't open file {prepared.script!r}: {e}\n".encode())
+            os._exit(2)
+        os._exit(_finish(_execute(source, prepared.main)))
 
     def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
         """Status 1 and a last stderr line starting `MemoryError`, as `python` ends so."""
@@ -217,10 +224,10 @@ def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> 
     )
 
 
-def _execute(prepared: Prepared) -> int:
+def _execute(source: bytes, main: types.ModuleType) -> int:
     """The program's exit status as `python` would compute it."""
     try:
-        exec(compile(prepared.source, SCRIPT, "exec"), prepared.main.__dict__)
+        exec(compile(source, SCRIPT, "exec"), main.__dict__)
     except SystemExit as e:
         return _exit_status(e)
     except BaseException as e:  # the program's own failure, reported as python would

@@ -1,20 +1,25 @@
-"""A Python program's template: one confined process that forks each of its runs.
+"""A template: one confined process that forks the runs of Python programs.
 
-Stdlib only (the zygote imports it). Forked from the zygote for a program
-(and kept while the next requests run the same program under the same
-limits), the template puts on itself every layer a run inherits (uid,
-rlimits, not dumpable, no_new_privs, landlock) and its part of the seccomp
-filter (`seccomp.TEMPLATE_RELAXED`: it may fork), reads the program once
-(`PythonRunner.prepare`; each run compiles it, under the whole filter: the
-template never parses it), then forks one run per test, which adds what it
-cannot inherit (its own session, its pipes, its parent's death signal, its
-part of the filter, last: `Confinement.apply_test`) and becomes the program.
-A run so costs a fork of the template and the program's own work; the
-zygote, which forks no run, pays neither the fork nor the copy-on-write of
-its pages after one.
+Stdlib only (the zygote imports it). Forked from the zygote for Python runs
+under one set of limits (and kept while the next requests run Python under
+the same limits, for `TEMPLATE_RUNS` runs or `TEMPLATE_LIFE_S` at most), the
+template puts on itself every layer a run inherits (uid, rlimits, not
+dumpable, no_new_privs, landlock) and its part of the seccomp filter
+(`seccomp.TEMPLATE_RELAXED`: it may fork), prepares what every run starts
+from (`PythonRunner.prepare`), then forks one run per test, which adds what
+it cannot inherit (its own session, its pipes, its parent's death signal,
+its part of the filter, last: `Confinement.apply_test`) and becomes the
+program the zygote laid out in the template's directory (each run reads and
+compiles it, under the whole filter: the template never reads a program). A
+run so costs a fork of the template and the program's own work; the zygote,
+which forks no run, pays neither the fork nor the copy-on-write of its pages
+after one, and an answer pays no template of its own.
 
-The template runs the zygote's code only, and holds nothing its runs may
-not see (its own program). Its runs cannot signal or trace it (seccomp
+The template runs the zygote's code only, and holds nothing of any answer:
+what its runs may see of it is what every run starts from. The zygote
+resets the directory before every run but the first (`Zygote._reset`): a
+run finds nothing of the runs before it, of its answer or another's. Its
+runs cannot signal or trace it (seccomp
 lets a run signal itself alone; the template is not dumpable), cannot fork
 (so leave no process behind), and hold none of its descriptors. The zygote
 still supervises each run: its pipes, deadline, caps, kill; the template
@@ -37,9 +42,9 @@ import os
 import select
 import signal
 import struct
+import time
 from typing import NoReturn
 
-from reward_service.sandbox import protocol
 from reward_service.sandbox.confine import CONFINEMENT_FAILED, Confinement, RunLimits
 from reward_service.sandbox.landlock import Ruleset
 from reward_service.sandbox.runners import PythonRunner
@@ -59,8 +64,15 @@ class TemplateLost(Exception):
     """The template did not answer as it should: the zygote runs the rest without it."""
 
 
+TEMPLATE_RUNS = 100
+TEMPLATE_LIFE_S = 2.0
+"""A template forks at most `TEMPLATE_RUNS` runs, over `TEMPLATE_LIFE_S` at most, then a new
+one takes over: its own CPU time (it shares its runs' RLIMIT_CPU) stays far below the
+limit, and a shared uid's task budget (`Zygote._tasks`) is counted afresh."""
+
+
 class Template:
-    """The zygote's side: a template forked for one answer's Python runs in `workdir`."""
+    """The zygote's side: a template forked for Python runs under `limits` in `workdir`."""
 
     def __init__(
         self,
@@ -69,13 +81,13 @@ class Template:
         workdir: str,
         ruleset: Ruleset | None,
         limits: RunLimits,
-        source: memoryview,
     ) -> None:
         self.workdir = workdir
         self.limits = limits
-        self._source = protocol.private_buffer(len(source))  # no fork inherits it
-        self._source[: len(source)] = source
-        self._source_bytes = len(source)
+        self.runs = 0
+        self.dirty = False
+        """Whether a run may have changed the directory since it was laid out."""
+        self._born = time.monotonic()
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         self.channel = ours
         self.pid = os.fork()
@@ -86,14 +98,11 @@ class Template:
         if ruleset is not None:
             os.close(ruleset.fd)
 
-    def serves(self, source: memoryview, time_s: float, memory_mb: int) -> bool:
-        """Whether it runs `source` under these limits: a request that may use it."""
+    def serves(self, time_s: float, memory_mb: int) -> bool:
+        """Whether a request for Python runs under these limits may use it."""
         if (self.limits.time_s, self.limits.memory_mb) != (time_s, memory_mb):
             return False
-        if len(source) != self._source_bytes:
-            return False
-        with memoryview(self._source) as kept:
-            return kept[: self._source_bytes] == source
+        return self.runs < TEMPLATE_RUNS and time.monotonic() - self._born < TEMPLATE_LIFE_S
 
     def wait_ready(self, timeout_s: float) -> str | None:
         """None once the template is ready; why not, if a layer failed. TemplateLost when it
@@ -115,6 +124,8 @@ class Template:
             )
         except OSError as e:
             raise TemplateLost(f"the template is gone: {e}") from None
+        self.runs += 1
+        self.dirty = True
         self._wait(timeout_s)
         try:
             message, ancillary, _, _ = self.channel.recvmsg(64, _PIDFD)
@@ -146,7 +157,6 @@ class Template:
     def close(self) -> None:
         """End the template (it exits at end of file; killed besides) and reap it."""
         self.channel.close()
-        self._source.close()
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):

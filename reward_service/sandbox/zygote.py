@@ -87,8 +87,9 @@ BUILD_OUTPUT = 64 * 1024
 BUILD_MESSAGE = 4096
 """Of a build's messages, the first bytes answered."""
 TEMPLATE_IDLE_S = 0.1
-"""How long a template waits for the next request (an answer's next tests) before it is
-closed: the runs of an answer's requests share it, and it outlives the answer by no more."""
+"""How long a template waits for the next request (an answer's next tests, the next answer)
+before it is closed: requests that follow each other share it, and no template is left
+when requests stop."""
 _TEMPLATE_WAIT_S = 2.0
 """How long a template may take to be ready, to fork a run or to report one ended: past it,
 it is lost (a run so retried stays well inside the worker's grace, `_REPLY_GRACE_S`)."""
@@ -291,7 +292,7 @@ class Zygote:
                     if request["stop_at_first_failure"] and outcome["kind"] != "ok":
                         break
             finally:
-                if template is not None:  # for the answer's next request, if it is one
+                if template is not None:  # for the next request, if it runs Python
                     self.template = template
             source.release()
             for _, data in files:
@@ -505,7 +506,7 @@ class Zygote:
         return theirs, (stdin_w, stdout_r, stderr_r, report_r)
 
     def _templated(self, step: Step) -> bool:
-        """Whether an answer's runs of `step` come from a template (`template`): Python
+        """Whether the runs of `step` come from a template (`template`): Python
         programs, where seccomp keeps each run from forking (no run of a template may leave
         a process behind)."""
         return (
@@ -517,16 +518,14 @@ class Zygote:
     def _template_for(
         self, step: Step, source: memoryview, files: run_files.Files
     ) -> Template | None:
-        """The template kept from the last request if it runs this program under these
-        limits (an answer's tests come in several requests), its directory laid out for
-        this one; else a new one (None where it could not start)."""
+        """The template kept from the last request if it serves these limits (an answer's
+        tests come in several requests, and the next answer's after them), its directory
+        to be laid out for this program before its run; else a new one with the directory
+        laid out (None where it could not start)."""
         kept, self.template = self.template, None
-        if kept is not None and kept.serves(source, step.time_s, step.memory_mb):
-            try:
-                self._reset(kept, step, source, files)
-                return kept
-            except (TemplateLost, OSError):
-                pass
+        if kept is not None and kept.serves(step.time_s, step.memory_mb):
+            kept.dirty = True  # it may hold another program
+            return kept
         if kept is not None:
             self._close_template(kept)
         return self._open_template(step, source, files)
@@ -541,8 +540,9 @@ class Zygote:
     def _open_template(
         self, step: Step, source: memoryview, files: run_files.Files
     ) -> Template | None:
-        """A template for this answer's runs of `step`, ready; None where it could not be
-        confined or prepared in time (the runs are then forked here, and say why)."""
+        """A template for Python runs of `step`'s limits, its directory laid out for this
+        program, ready; None where it could not be confined or prepared in time (the runs
+        are then forked here, and say why)."""
         assert isinstance(step.runner, PythonRunner)
         self.runs += 1
         workdir = os.path.join(self.scratch_root, f"run-{self.runs}")
@@ -551,7 +551,7 @@ class Zygote:
         try:
             self._lay_out(step, source, files, workdir)
             ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
-            template = Template(self.confinement, step.runner, workdir, ruleset, limits, source)
+            template = Template(self.confinement, step.runner, workdir, ruleset, limits)
         except OSError:
             remove_tree(workdir)
             return None
@@ -582,15 +582,12 @@ class Zygote:
         if template is None:
             return (*self.run(step, source, stdin, keep, files), None)
         try:
+            if template.dirty:
+                self._reset(template, step, source, files)
             outcome, seen = self._run_templated(template, step, stdin, keep)
         except (TemplateLost, OSError):
             self._close_template(template)
             return (*self.run(step, source, stdin, keep, files), None)
-        try:
-            self._reset(template, step, source, files)
-        except (TemplateLost, OSError):
-            self._close_template(template)
-            return outcome, seen, None
         return outcome, seen, template
 
     def _run_templated(
@@ -620,13 +617,15 @@ class Zygote:
     def _reset(
         self, template: Template, step: Step, source: memoryview, files: run_files.Files
     ) -> None:
-        """The template's directory as its first run found it: what a run left removed (the
-        directory itself kept: the template's landlock rule names it), the files laid out."""
+        """The template's directory as a first run finds it, for this program: what runs
+        left removed (the directory itself kept: the template's landlock rule names it),
+        the files laid out."""
         if self.confinement.run_uid is not None:
             os.chown(template.workdir, os.geteuid(), os.getegid())
         if not remove_contents(template.workdir):
             raise TemplateLost("what a run left could not be removed")
         self._lay_out(step, source, files, template.workdir)
+        template.dirty = False
 
     @property
     def shares_uid(self) -> bool:

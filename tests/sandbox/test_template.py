@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from reward_service.sandbox import Kind, Limits, Program
+from reward_service.sandbox.template import TEMPLATE_RUNS
 from reward_service.sandbox.zygote import TEMPLATE_IDLE_S
 from reward_service.sandbox.zygote_client import ZygoteSandbox
 
@@ -36,10 +37,10 @@ def runs(sandbox: ZygoteSandbox, source: str, stdins: list[bytes]) -> list[bytes
     return [o.stdout for o in outcomes]
 
 
-def test_an_answers_runs_are_forked_by_one_template(sandbox: ZygoteSandbox) -> None:
-    """Runs of one program share a parent that is neither the zygote nor any run, also
-    across requests (an answer's tests come in several), and each is a process of its own
-    leading its own session; another program, or other limits, get another template."""
+def test_runs_share_a_template_while_their_limits_do(sandbox: ZygoteSandbox) -> None:
+    """Runs share a parent that is neither the zygote nor any run, across requests (an
+    answer's tests come in several) and across programs (the next answer's), and each is
+    a process of its own leading its own session; other limits get another template."""
     source = "import os\nprint(os.getppid(), os.getpid(), os.getsid(0) == os.getpid())"
     seen = [line.split() for line in runs(sandbox, source, [b""] * 3)]
     parents, pids, leaders = zip(*seen, strict=True)
@@ -48,10 +49,31 @@ def test_an_answers_runs_are_forked_by_one_template(sandbox: ZygoteSandbox) -> N
     (again,) = runs(sandbox, source, [b""])
     assert again.split()[0] == parents[0]
     (other,) = runs(sandbox, source + "\n", [b""])
-    assert other.split()[0] != parents[0]
+    assert other.split()[0] == parents[0]
     shorter = Limits(time_s=1.5, memory_mb=256, output_bytes=1 << 20)
     (limited,) = sandbox.run(Program("python", source + "\n"), [b""], shorter, 30)
     assert limited.stdout.split()[0] != other.split()[0]
+
+
+def test_a_template_takes_no_request_past_its_runs(sandbox: ZygoteSandbox) -> None:
+    """After `TEMPLATE_RUNS` runs, the next request gets a new template."""
+    source = "import os\nprint(os.getppid())"
+    first = set(runs(sandbox, source, [b""] * TEMPLATE_RUNS))
+    assert len(first) == 1
+    (after,) = runs(sandbox, source, [b""])
+    assert after not in first
+
+
+def test_a_run_finds_nothing_of_another_program(sandbox: ZygoteSandbox) -> None:
+    """A program run by the template that ran another finds its own source alone in the
+    directory: nothing another answer's runs wrote, made, changed or removed."""
+    vandal = (
+        "import os\nopen('left', 'w').write('x')\nos.makedirs('a/b')\n"
+        "open('solution.py', 'a').write('print(\"forged\")')\n"
+    )
+    runs(sandbox, vandal, [b""] * 2)
+    reader = "import os\nprint(sorted(os.listdir('.')), open('solution.py').read()[:6])\n"
+    assert runs(sandbox, reader, [b""] * 2) == [b"['solution.py'] import\n"] * 2
 
 
 def test_each_run_finds_the_directory_as_the_first_run_did(sandbox: ZygoteSandbox) -> None:
