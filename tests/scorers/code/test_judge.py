@@ -172,6 +172,18 @@ def test_assert_tests_fail_a_program_that_exits_before_they_end(
     assert (score.reward, score.details["first_failure"]["kind"]) == (0.0, "runtime_error")
 
 
+def test_call_based_solutions_find_typing_s_names(scorer: CodeScorer) -> None:
+    """What LeetCode's signatures use without importing (`typing`'s names, as `from typing
+    import *` gives them) is defined for the solution, however rare the name."""
+    source = (
+        "class Solution:\n"
+        "    def triple(self, x: Optional[int], f: Callable[[int], int] = None,\n"
+        "               q: Deque[int] = None, d: DefaultDict[str, List[int]] = None) -> int:\n"
+        "        return 3 * x\n"
+    )
+    assert scorer.score("p", _fenced(source), CALL, {}).reward == 1.0
+
+
 def test_call_based_tests_fail_a_program_that_exits_before_returning(scorer: CodeScorer) -> None:
     """A call-based program that exits with status 0 instead of returning earns 0.0."""
     score = scorer.score("p", _fenced("import os\nos._exit(0)"), CALL, {})
