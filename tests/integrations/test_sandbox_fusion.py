@@ -29,6 +29,7 @@ from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.testing import LiveServer, live_server
 
 TOKEN = "run-code-test-token"
+BUILD_TIME_S = 60
 SUMMARY = sf.SummaryMapping(
     RunFailed="RunFailed", RunTimeout="RunTimeout", CompileFailed="CompileFailed"
 )
@@ -38,8 +39,11 @@ CPP = pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=f"cpp: {FOU
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    """One single-worker server with an API token, which clients give in the path."""
-    with live_server(workers=1, env={"REWARD_API_TOKEN": TOKEN}) as running:
+    """One single-worker server with an API token, which clients give in the path. Builds
+    may take a minute: a Go build compiles the standard library into its own cache (5-10 s
+    alone, past the default 10 s on a loaded machine), and these tests are not of speed."""
+    env = {"REWARD_API_TOKEN": TOKEN, "REWARD_CODE__BUILD_TIME_S": str(BUILD_TIME_S)}
+    with live_server(workers=1, env=env) as running:
         yield running
 
 
@@ -236,6 +240,7 @@ def test_files_work_in_every_language(endpoint: str, language: str) -> None:
             module: base64.b64encode(text.encode()).decode(),
         },
         fetch_files=["data/out.txt", "missing.txt"],
+        compile_timeout=BUILD_TIME_S,
     )
     answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=60)
     assert answer.status.value == "Success", answer

@@ -122,10 +122,15 @@ def test_details_carry_the_extracted_answer(scorer: MathVerifyScorer) -> None:
 
 @pytest.fixture
 def no_gc_callbacks() -> Iterator[None]:
-    """Without hypothesis's gc hook: math_verify's alarm firing inside it is lost."""
+    """Without hypothesis's gc hook, and with no collection during the test: math_verify's
+    alarm firing inside a gc callback, or inside the `__del__` of garbage an earlier test
+    left (an asyncio transport, once, in a whole-suite run), is lost."""
     saved = gc.callbacks[:]
     gc.callbacks.clear()
+    gc.collect()
+    gc.disable()
     yield
+    gc.enable()
     gc.callbacks[:] = saved
 
 
