@@ -96,8 +96,7 @@ class Confinement:
         """The filter of a run of `mode`: `program` (the interpreter's own), `exec` (it execs
         the file at `EXEC_FD`), `build` (a compiler: processes, execs, writes), with the
         denied calls `allowed` allowed; `template` and `template_run` the two parts of
-        `program` a Python answer's template and its runs put on (`TEMPLATE_RELAXED`);
-        each built once."""
+        `program` a template and its runs put on (`TEMPLATE_RELAXED`); each built once."""
         base = self.syscall_filter
         if base is None or mode == "program":
             return base
@@ -136,7 +135,7 @@ class Confinement:
     def apply_template(
         self, channel: int, ruleset: Ruleset | None, workdir: str, limits: RunLimits
     ) -> None:
-        """In a Python answer's template process (`template`): every layer, with the
+        """In a template process (`template`): every layer, with the
         template's part of the filter (`TEMPLATE_RELAXED`: it may fork), its runs adding
         theirs (`apply_test`); `channel` (to the zygote) at fd 0."""
         self._apply([channel], ruleset, workdir, limits, self.filter_for("template"), None)

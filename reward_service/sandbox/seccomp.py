@@ -110,12 +110,11 @@ _SPECIAL = (
 DENIED = tuple(name for name in linux.SYSCALLS if name not in (*_SPECIAL, "prlimit64"))
 """Calls that answer EPERM whatever their arguments."""
 TEMPLATE_RELAXED = ("clone", "setsid", "pidfd_open", *_OWN_PID_IN_ARG0)
-"""What a Python answer's template (`template`) may call that its runs may not: fork (`clone`
-without CLONE_THREAD), a run's `setsid` before its own filter, a pidfd of the run it forked
-(for the zygote, which kills the run by it), signals to any pid. A
-template's filter leaves their rules out, and its runs' filter holds those rules alone:
-stacked, the two hold a run to exactly the whole filter's rules, for the cost of a short
-filter per run."""
+"""What a template (`template`) may call that its runs may not: fork (`clone` without
+CLONE_THREAD), a run's `setsid` before its own filter, a pidfd of the run it forked (for
+the zygote, which kills the run by it), signals to any pid. A template's filter leaves
+their rules out, and its runs' filter holds those rules alone: stacked, the two hold a run
+to exactly the whole filter's rules, for the cost of a short filter per run."""
 PARTS = ("whole", "template", "template_run")
 
 _NAMESPACE_FLAGS = (

@@ -233,7 +233,7 @@ class Harness:
         return [f"secret #{i} in its output" for i in leaked]
 
     def attack(self, hostile: Hostile, gates: dict[str, str], templated: bool = False) -> None:
-        """Run `hostile` (`templated`: by its answer's template) and judge what it did."""
+        """Run `hostile` (`templated`: by a template) and judge what it did."""
         target = self.target(hostile.name)
         holes: list[str] = []
         if hostile.gate and gates.get(hostile.gate):
