@@ -227,7 +227,9 @@ def _text_stream(fd: int, mode: str, errors: str, interactive: bool = False) -> 
 def _execute(source: bytes, main: types.ModuleType) -> int:
     """The program's exit status as `python` would compute it."""
     try:
-        exec(compile(source, SCRIPT, "exec"), main.__dict__)
+        # dont_inherit: not this module's `from __future__ import annotations` (a program
+        # compiled here took it, and its annotations went unevaluated, unlike `python`'s)
+        exec(compile(source, SCRIPT, "exec", dont_inherit=True), main.__dict__)
     except SystemExit as e:
         return _exit_status(e)
     except BaseException as e:  # the program's own failure, reported as python would

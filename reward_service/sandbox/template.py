@@ -2,7 +2,7 @@
 
 Stdlib only (the zygote imports it). Forked from the zygote for Python runs
 under one set of limits (and kept while the next requests run Python under
-the same limits, for `TEMPLATE_RUNS` runs or `TEMPLATE_LIFE_S` at most), the
+the same limits, up to `TEMPLATE_RUNS` runs or `TEMPLATE_LIFE_S`), the
 template puts on itself every layer a run inherits (uid, rlimits, not
 dumpable, no_new_privs, landlock) and its part of the seccomp filter
 (`seccomp.TEMPLATE_RELAXED`: it may fork), prepares what every run starts
@@ -19,11 +19,11 @@ The template runs the zygote's code only, and holds nothing of any answer:
 what its runs may see of it is what every run starts from. The zygote
 resets the directory before every run but the first (`Zygote._reset`): a
 run finds nothing of the runs before it, of its answer or another's. Its
-runs cannot signal or trace it (seccomp
-lets a run signal itself alone; the template is not dumpable), cannot fork
-(so leave no process behind), and hold none of its descriptors. The zygote
-still supervises each run: its pipes, deadline, caps, kill; the template
-only forks it and reports its wait status and CPU time.
+runs cannot signal or trace it (seccomp lets a run signal itself alone; the
+template is not dumpable), cannot fork (so leave no process behind), and
+hold none of its descriptors. The zygote still supervises each run: its
+pipes, deadline, caps, kill; the template only forks it and reports its
+wait status and CPU time.
 
 Over a SOCK_SEQPACKET pair (the template's end at its fd 0, then `_CHANNEL_FD`):
 `ready` (prepared) or `!<why>` (a layer failed), then per run the zygote's
@@ -66,9 +66,10 @@ class TemplateLost(Exception):
 
 TEMPLATE_RUNS = 100
 TEMPLATE_LIFE_S = 2.0
-"""A template forks at most `TEMPLATE_RUNS` runs, over `TEMPLATE_LIFE_S` at most, then a new
-one takes over: its own CPU time (it shares its runs' RLIMIT_CPU) stays far below the
-limit, and a shared uid's task budget (`Zygote._tasks`) is counted afresh."""
+"""A template takes no request once it has forked `TEMPLATE_RUNS` runs or lived
+`TEMPLATE_LIFE_S`: a new one takes over, so that its own CPU time (it shares its runs'
+RLIMIT_CPU) stays far below the limit and a shared uid's task budget (`Zygote._tasks`) is
+counted afresh."""
 
 
 class Template:

@@ -542,6 +542,15 @@ def test_the_zygote_loads_nothing_a_fork_pays_for(sandbox: ZygoteSandbox) -> Non
     assert run(sandbox, source).stdout == b"[] []\n"
 
 
+def test_a_run_is_compiled_as_python_compiles_it(sandbox: ZygoteSandbox) -> None:
+    """No `__future__` of the sandbox's own reaches the program: its annotations are
+    evaluated when its functions are defined, as under `python solution.py`."""
+    source = "def f(x: int) -> None:\n    pass\nprint(f.__annotations__['x'] is int)\n"
+    assert run(sandbox, source).stdout == b"True\n"
+    undefined = run(sandbox, "def f(x: NoSuchName):\n    pass\n")
+    assert undefined.kind is Kind.RUNTIME_ERROR and "NameError" in undefined.stderr
+
+
 def test_a_run_imports_what_the_worker_has_installed(sandbox: ZygoteSandbox) -> None:
     """Without `site`, the worker's site-packages are still on a run's path."""
     source = "import sniffio\nprint(sniffio.__name__)"
