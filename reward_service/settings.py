@@ -67,6 +67,13 @@ class Settings(BaseSettings):
     worker_memory_mb: int = Field(
         1536, ge=256, description="Address-space cap per grading process, in MiB."
     )
+    worker_nice: int = Field(
+        5,
+        ge=0,
+        le=19,
+        description="Niceness added to each grading process and its sandbox runs: under full "
+        "load the server (probes, request bodies, screens) is scheduled before grading.",
+    )
     worker_max_tasks: int = Field(
         20_000, ge=0, description="Recycle a grading process after this many tasks; 0: never."
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import resource
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -57,9 +58,12 @@ def _worker_init(
     extra: dict[str, str],
     memory_mb: int,
     settings: dict[str, ScorerSettings],
+    nice: int = 0,
 ) -> None:
-    """Runs once in each worker: cap its memory, build the CPU-bound scorers, open them."""
+    """Runs once in each worker: lower its priority, cap its memory, build the CPU-bound
+    scorers, open them (a zygote started here inherits both)."""
     global _registry
+    os.nice(nice)
     cap = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     _registry = ScorerRegistry.discover(limits, extra, settings)
@@ -171,6 +175,7 @@ class ScoringEngine:
                 self.settings.extra_scorers,
                 self.settings.worker_memory_mb,
                 scorer_settings,
+                self.settings.worker_nice,
             ),
             max_tasks=self.settings.worker_max_tasks,
             context=context,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +193,21 @@ def test_each_worker_has_its_zygote_once_the_pool_is_ready() -> None:
         for worker in workers:
             commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _children(worker)]
             assert any(str(ZYGOTE).encode() in command for command in commands), commands
+
+
+@pytest.mark.parametrize("nice", [None, 0])
+def test_workers_and_their_zygotes_yield_the_cpu_to_the_server(nice: int | None) -> None:
+    """Grading runs `REWARD_WORKER_NICE` (5 by default) below the server, so that under full
+    load its event loop (probes, bodies, screens) is scheduled first."""
+    env = {} if nice is None else {"REWARD_WORKER_NICE": str(nice)}
+    with live_server(workers=1, env=env) as server:
+        server_nice = os.getpriority(os.PRIO_PROCESS, server.process.pid)
+        (worker,) = server.worker_pids()
+        zygotes = _children(worker)
+        assert zygotes
+        added = 5 if nice is None else nice
+        for pid in (worker, *zygotes):
+            assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server_nice + added)
 
 
 def test_a_sandbox_that_cannot_start_with_the_worker_leaves_it_serving(

@@ -25,7 +25,7 @@ SCREENED = 1_900_000
 FLOOD = 100_000
 
 HOSTILE: dict[str, tuple[str, int]] = {
-    "ones_tower_800": ("so \\boxed{" + "1^" * 800 + "1}", 16),
+    "ones_tower_800": ("so \\boxed{" + "1^" * 800 + "1}", 4),
     "nines_tower_800": ("so \\boxed{" + "9^" * 800 + "9}", 16),
     "braced_tower": ("\\boxed{" + "{9^{" * 400 + "9" + "}}" * 400 + "}", 4),
     "nested_braces": ("\\boxed{" + "{" * 5_000 + "1" + "}" * 5_000 + "}", 2),
@@ -47,7 +47,11 @@ HOSTILE: dict[str, tuple[str, int]] = {
     "tower_near_cap": ("1^" * (NEAR_CAP // 2), 1),
     "braces_near_cap": ("{" * NEAR_CAP, 1),
 }
-"""Answers that were slow to screen, or probe the screens' edges: (response, copies)."""
+"""Answers that were slow to screen, or probe the screens' edges: (response, copies).
+
+`ones_tower_800` passes the screens (its value is 1) and costs math_verify's parser about
+0.7-1.5 s, or the grader's timeout, in a worker: more copies than the two workers can
+clear within the bound below would measure queueing, not the screens."""
 
 NORMAL = [
     ("so \\boxed{42}", "42", 1.0),
