@@ -58,7 +58,7 @@ def _worker_init(
     extra: dict[str, str],
     memory_mb: int,
     settings: dict[str, ScorerSettings],
-    nice: int = 0,
+    nice: int,
 ) -> None:
     """Runs once in each worker: lower its priority, cap its memory, build the CPU-bound
     scorers, open them (a zygote started here inherits both)."""

@@ -205,7 +205,7 @@ def test_workers_and_their_zygotes_yield_the_cpu_to_the_server(nice: int | None)
         (worker,) = server.worker_pids()
         zygotes = _children(worker)
         assert zygotes
-        added = 5 if nice is None else nice
+        added = Settings.model_fields["worker_nice"].default if nice is None else nice
         for pid in (worker, *zygotes):
             assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server_nice + added)
 
