@@ -2,7 +2,10 @@
 
 SLIME's `--rm-type boxed_<type>` replaces the response with
 `math_utils.extract_answer(response) or ""` and grades that with `<type>`,
-label and options unchanged. The registry serves `boxed_<name>` for every
+label and options unchanged. Here the box is looked for in the answer region
+only (`scorers.reasoning`): a response whose reasoning never closed, or closed
+twice, is graded as "", as a response with no box (SLIME reads the whole
+response: `think=keep`). The registry serves `boxed_<name>` for every
 scorer it knows, built by `boxed_scorer`.
 
 SLIME's extraction is narrower than `math_dataset.last_boxed` (the `math`
@@ -31,13 +34,20 @@ from reward_service.scorers.base import (
     ScoringInput,
 )
 from reward_service.scorers.math_dataset import closing_brace
+from reward_service.scorers.reasoning import Unanswered, final_answer
 
 BOXED_PREFIX = "boxed_"
 _BOX = "\\boxed"
 
 
-def boxed_content(response: str) -> str:
-    """What SLIME grades for `boxed_<type>`: the last `\\boxed{...}`'s content, else ""."""
+def boxed_content(response: str, options: Mapping[str, JSON] = NO_OPTIONS) -> str:
+    """What SLIME grades for `boxed_<type>`: the last `\\boxed{...}`'s content in the answer
+    region, else ""."""
+    region = final_answer(response, options)
+    return "" if isinstance(region, Unanswered) else _last_box(region)
+
+
+def _last_box(response: str) -> str:
     start = response.rfind(_BOX)
     brace = start + len(_BOX)
     if start < 0 or not response.startswith("{", brace):
@@ -69,12 +79,12 @@ class BoxedScorer(Scorer):
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
-        return self.scorer.score(prompt, boxed_content(response), label, options)
+        return self.scorer.score(prompt, boxed_content(response, options), label, options)
 
     def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
         return self.scorer.score_many(
             [
-                (prompt, boxed_content(response), label, opts)
+                (prompt, boxed_content(response, opts), label, opts)
                 for prompt, response, label, opts in items
             ]
         )
@@ -84,7 +94,7 @@ class BoxedScorer(Scorer):
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
         """The inner scorer's screen, on what it will grade: linear, as both steps are."""
-        return cls.inner.screen(boxed_content(response), label, options)
+        return cls.inner.screen(boxed_content(response, options), label, options)
 
 
 class BoxedAsyncScorer(AsyncScorer):
@@ -107,13 +117,13 @@ class BoxedAsyncScorer(AsyncScorer):
     ) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
-        return await self.scorer.score(prompt, boxed_content(response), label, options)
+        return await self.scorer.score(prompt, boxed_content(response, options), label, options)
 
     @classmethod
     def screen(
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
-        return cls.inner.screen(boxed_content(response), label, options)
+        return cls.inner.screen(boxed_content(response, options), label, options)
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """`dapo`: SLIME's `--rm-type dapo` (the DAPO / Minerva answer check).
 
 The prediction is the last `Answer: X` line within the final 300 characters
-of the response, normalised the Minerva way (units, `\\text{}`, `$`, `\\boxed`
+of the answer region (`scorers.reasoning`; SLIME reads the whole response,
+`think=keep`), normalised the Minerva way (units, `\\text{}`, `$`, `\\boxed`
 and thousands commas dropped). The label is normalised the same way; when
 it reads as an integer (DAPO's labels all do) it is compared in canonical
 form (`42.0` -> `42`), otherwise as a normalised string, where SLIME would
@@ -14,9 +15,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer, Status
 from reward_service.scorers.labels import gold_texts
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 WINDOW_CHARS = 300
 """How much of the response's end is searched (MATH-500's longest answer is 159)."""
@@ -103,6 +106,7 @@ class DapoScorer(Scorer):
     """1.0 when the last `Answer:` equals the label, else -1.0."""
 
     name = "dapo"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
@@ -110,7 +114,10 @@ class DapoScorer(Scorer):
         golds = gold_answers(label)
         if isinstance(golds, str):
             return Score.error(golds)
-        found = _ANSWER.findall(response[-WINDOW_CHARS:])
+        answer = final_answer(response, options)
+        if isinstance(answer, Unanswered):
+            return answer.score(reward=-1.0, acc=False, pred=NO_PREDICTION)
+        found = _ANSWER.findall(answer[-WINDOW_CHARS:])
         if not found:
             reason = f"no 'Answer:' in the last {WINDOW_CHARS} characters"
             return Score.no_answer(reason, reward=-1.0, acc=False, pred=NO_PREDICTION)

@@ -3,7 +3,8 @@
 Both texts are lower-cased, stripped of ASCII punctuation and of the
 articles a/an/the, and split on whitespace; the reward is the F1 of the
 token multisets, in [0, 1]. As in HotpotQA (and SLIME), `yes`, `no` and
-`noanswer` must match exactly or score 0. The whole response is compared;
+`noanswer` must match exactly or score 0. The answer region is compared
+(`scorers.reasoning`; SLIME compares the whole response, `think=keep`);
 a list label holds alternatives and the best one counts.
 """
 
@@ -14,9 +15,11 @@ import string
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer, Status
 from reward_service.scorers.labels import gold_texts
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 EXACT_ONLY = frozenset({"yes", "no", "noanswer"})
 """Answers that earn nothing for partial overlap."""
@@ -53,6 +56,7 @@ class F1Scorer(Scorer):
     """The best token F1 of the response against the label's answers, in [0, 1]."""
 
     name = "f1"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
@@ -63,9 +67,12 @@ class F1Scorer(Scorer):
         golds = [gold for gold in map(normalize_answer, texts) if gold]
         if not golds:
             return Score.error("label has no words once normalised")
-        if not response.strip():
+        answer = final_answer(response, options)
+        if isinstance(answer, Unanswered):
+            return answer.score()
+        if not answer.strip():
             return Score.no_answer("empty response")
-        prediction = normalize_answer(response)
+        prediction = normalize_answer(answer)
         best = max((token_f1(prediction, gold) for gold in golds), key=lambda m: m.f1)
         return Score(
             best.f1,

@@ -1,6 +1,7 @@
 """`gpqa`: SLIME's `--rm-type gpqa`, multiple choice graded leniently.
 
-Only the text after the last `</think>` is read. The predicted letter is the
+Only the answer region is read (`scorers.reasoning`; SLIME reads what follows
+the last `</think>`, `think=after`). The predicted letter is the
 first match of `answer|option|choice [is|:] X`, else of `X is [the] correct`,
 else of `final answer|option [is|:] X` (each case-insensitive, so `the answer
 is about` reads as A); failing those, the last lone capital letter. Only
@@ -18,7 +19,7 @@ Options (label-object keys, where SLIME reads sample metadata): `choices` (a
 list, or an object whose values are the choices), `valid_letters`,
 `correct_letter`, `correct_answer`, `answer_text`.
 
-Rewards are SLIME's, with three deliberate differences:
+Rewards are SLIME's, with five deliberate differences:
 
 - where SLIME raises (a `choices` or `valid_letters` that is a number, a
   matched choice past the valid letters, an infinite or NaN index) the answer
@@ -31,7 +32,14 @@ Rewards are SLIME's, with three deliberate differences:
   response, so it rewards "no idea" when the gold is A or D (the `a` and the
   `d` of `idea`). Here a letter label counts only against a predicted letter,
   and the texts (the gold choice's, `correct_answer`, `answer_text`, a label
-  that is not a letter) match as whole words.
+  that is not a letter) match as whole words;
+- a response naming more than one option is `no_answer`, never paid: an
+  answer statement listing letters (`the answer is A, B or C`, where SLIME
+  reads A), or, when no letter decides, a text naming two or more of the
+  `choices` (`nitrogen, oxygen, carbon or helium`, which SLIME pays whatever
+  the gold) (`scorers.multiple_choice`);
+- a reasoning block that never closed, or closed twice, is `no_answer`
+  (`scorers.reasoning`; `think=after` restores SLIME's reading).
 """
 
 from __future__ import annotations
@@ -42,11 +50,17 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer, Status
+from reward_service.scorers.multiple_choice import (
+    MORE_THAN_ONE,
+    any_listed,
+    lists_more_letters,
+    named_options,
+)
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 DEFAULT_LETTERS = tuple(string.ascii_uppercase[:10])
 """Letters accepted when neither `valid_letters` nor `choices` is given."""
 
-_THINK_END = "</think>"
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 # SLIME's patterns, with possessive whitespace runs: a letter can never match
 # inside a run of spaces, so the matches are the same, found in linear time.
@@ -62,25 +76,25 @@ _LONE_CAPITAL = re.compile(r"\b([A-Z])\b")
 _TEXT_KEYS = ("correct_answer", "answer_text")
 
 
-def final_text(response: str) -> str:
-    """The response after its last `</think>`, or all of it."""
-    return response.rpartition(_THINK_END)[2]
-
-
 def normal_text(text: str) -> str:
     """Lower case, each run of other than `a-z0-9` a space: `"Nitric-Oxide!"` -> `nitric oxide`."""
     return _NON_WORD.sub(" ", text.lower()).strip()
 
 
-def extract_letter(response: str, letters: Sequence[str]) -> str | None:
-    """The option letter SLIME reads in `response`, or None."""
-    text = final_text(response)
+def extract_letter(text: str, letters: Sequence[str]) -> str | None:
+    """The option letter SLIME reads in an answer `text`; `MORE_THAN_ONE` when the statement
+    that gives it lists further letters; None when there is none."""
     valid = {letter.upper() for letter in letters}
     for pattern in _STATEMENTS:
         match = pattern.search(text)
         if match and match.group(1).upper() in valid:
-            return match.group(1).upper()
-    return next((c for c in reversed(_LONE_CAPITAL.findall(text)) if c in valid), None)
+            letter = match.group(1).upper()
+            listed = lists_more_letters(text, match.end(1), letter, sorted(valid))
+            return MORE_THAN_ONE if listed else letter
+    lone = [(m[1], m.end(1)) for m in _LONE_CAPITAL.finditer(text) if m[1] in valid]
+    if any_listed(text, lone, sorted(valid)):
+        return MORE_THAN_ONE
+    return lone[-1][0] if lone else None
 
 
 def _choices(options: Mapping[str, JSON]) -> list[JSON] | None:
@@ -120,6 +134,7 @@ class GpqaScorer(Scorer):
         "correct_letter": None,
         "correct_answer": None,
         "answer_text": None,
+        "think": THINK_MODES,
     }
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
@@ -155,7 +170,12 @@ class GpqaScorer(Scorer):
                     if "correct_answer" not in options:
                         texts["correct_answer"] = choice
                     break
-        pred = extract_letter(response, letters)
+        region = final_answer(response, options)
+        if isinstance(region, Unanswered):
+            return region.score(gold=gold)
+        pred = extract_letter(region, letters)
+        if pred == MORE_THAN_ONE:
+            return Score.no_answer(MORE_THAN_ONE, gold=gold)
         if pred and gold:
             return Score.verdict(pred == gold, pred=pred, gold=gold)
         candidates: list[str] = []
@@ -166,8 +186,11 @@ class GpqaScorer(Scorer):
             candidates.append(label_text)
         if not (gold or candidates or label_text):
             return Score.error("label designates no option", pred=pred)
-        answer = f" {normal_text(final_text(response))} "
+        answer = normal_text(region)
         details: dict[str, JSON] = {"pred": pred, "gold": gold or [*candidates, label_text][0]}
+        if choices and len(named_options(answer, [normal_text(str(c)) for c in choices])) > 1:
+            return Score.no_answer(MORE_THAN_ONE, **details)
+        answer = f" {answer} "
         if any(target and f" {target} " in answer for target in map(normal_text, candidates)):
             return Score(1.0, Status.OK, details)
         if pred and not gold and label_text:

@@ -1,6 +1,7 @@
 """`math`: SLIME's in-process `--rm-type math`, graded without crashing.
 
-The last `\\boxed{}` (or `\\fbox{}`) of the response is the answer; a boxed
+The last `\\boxed{}` (or `\\fbox{}`) of the answer region (`scorers.reasoning`;
+SLIME reads the whole response, `think=keep`) is the answer; a boxed
 label is unboxed; a list label holds alternatives. See `math_dataset` for
 the comparison. Unlike SLIME, a label of `0` is graded (SLIME's
 `if not ground_truth` marks it wrong) and odd labels get a status.
@@ -9,17 +10,23 @@ the comparison. Unlike SLIME, a label of `0` is graded (SLIME's
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer
 from reward_service.scorers.math_dataset import grade_boxed
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 
 class MathScorer(Scorer):
     """1.0 when the last boxed answer equals the label (string or sympy), else 0.0."""
 
     name = "math"
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
-        return grade_boxed(response, label, self.limits.timeout_s)
+        answer = final_answer(response, options)
+        if isinstance(answer, Unanswered):
+            return answer.score()
+        return grade_boxed(answer, label, self.limits.timeout_s)

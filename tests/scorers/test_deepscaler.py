@@ -21,7 +21,9 @@ SCORER = DeepScalerScorer()
             Status.WRONG,
             id="box-inside-think-ignored",
         ),
-        pytest.param("a</think>b</think>\\boxed{42}", "42", 1.0, Status.OK, id="last-think-end"),
+        pytest.param(
+            "a</think>b</think>\\boxed{42}", "42", 0.0, Status.NO_ANSWER, id="two-think-ends"
+        ),
         pytest.param(
             "\\boxed{42}</think>done", "42", 0.0, Status.NO_ANSWER, id="box-only-before-think-end"
         ),

@@ -13,6 +13,7 @@ import pytest
 
 from reward_service.scorers.base import JSON, Status
 from reward_service.scorers.gpqa import GpqaScorer, extract_letter
+from reward_service.scorers.reasoning import AFTER, answer_region
 
 SCORER = GpqaScorer()
 FOUR = ["Nitric oxide", "Carbon dioxide", "Ozone", "Methane"]
@@ -123,7 +124,7 @@ def slime_reward(response: str, label: Any, metadata: dict[str, Any]) -> float:
 )
 def test_extract_letter(response: str, letter: str | None) -> None:
     """The first statement pattern that finds a valid letter wins, else the last lone capital."""
-    assert extract_letter(response, "ABCD") == letter
+    assert extract_letter(answer_region(response, AFTER), "ABCD") == letter
 
 
 @pytest.mark.parametrize(
@@ -242,7 +243,8 @@ def test_letters_match_slime_on_generated_text() -> None:
     for _ in range(5000):
         text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 10)))
         letters = rng.choice(["ABCD", "ABCDEFGHIJ", "AKS", "ISZ"])
-        assert extract_letter(text, letters) == slime_letter(text, list(letters)), text
+        answer = answer_region(text, AFTER)
+        assert extract_letter(answer, letters) == slime_letter(text, list(letters)), text
 
 
 def test_extraction_is_linear() -> None:
@@ -298,7 +300,7 @@ def parity(cases: int, seed: int = 14) -> tuple[int, int, int]:
     graded = identical = raised = 0
     for _ in range(cases):
         response, label, metadata = _random_case(rng)
-        ours = SCORER.score("", response, label, dict(metadata))
+        ours = SCORER.score("", response, label, {**metadata, "think": AFTER})
         try:
             expected = slime_reward(response, label, dict(metadata))
         except (IndexError, TypeError, ValueError, OverflowError):

@@ -1,6 +1,6 @@
 """The program in a response: its last fenced code block in a known language.
 
-Only the text after the last `</think>` is read. A fence is a line whose
+The scorer passes only the answer region (`scorers.reasoning`). A fence is a line whose
 first non-blank characters are three or more backticks; the block ends at a
 line holding only a fence at least as long. The info string's first word
 names the language (`python`, `py`, `python3`, or none for Python; `cpp`,
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-THINK_END = "</think>"
 FENCE = "```"
 LANGUAGES: dict[str, str] = {
     "": "python",
@@ -55,9 +54,8 @@ def _fence_length(line: str) -> int:
     return len(body) - len(body.lstrip("`")) if body.startswith(FENCE) else 0
 
 
-def last_program(response: str) -> Extracted | None:
-    """The last closed code block in a known language after the last `</think>`, or None."""
-    text = response.rpartition(THINK_END)[2]
+def last_program(text: str) -> Extracted | None:
+    """The last closed code block in a known language in `text`, or None."""
     found: Extracted | None = None
     opened: tuple[int, str | None] | None = None
     body: list[str] = []

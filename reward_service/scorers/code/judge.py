@@ -38,6 +38,7 @@ from reward_service.scorers.code.compare import (
 from reward_service.scorers.code.drivers import call_driver, driver_results, new_mark
 from reward_service.scorers.code.fences import Extracted, last_program
 from reward_service.scorers.code.verdicts import BUDGET, STDERR_CHARS, Failure, Verdicts
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 log = logging.getLogger("reward_service.scorers.code")
 
@@ -141,6 +142,7 @@ class CodeScorer(Scorer):
         "memory_mb": None,
         "output_bytes": None,
         "standard": None,
+        "think": THINK_MODES,
     }
 
     settings_model = CodeSettings
@@ -206,15 +208,17 @@ class CodeScorer(Scorer):
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
         """`no_answer` in the server for a response with no program to run (linear scan)."""
-        program = last_program(response) if isinstance(response, str) else None
-        return _no_program(program) if program is None or _too_long(program) else None
+        if not isinstance(response, str):
+            return None
+        program = _program(response, options)
+        return None if isinstance(program, Extracted) else program
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
-        program = last_program(response)
-        if program is None or _too_long(program):
-            return _no_program(program)
+        program = _program(response, options)
+        if not isinstance(program, Extracted):
+            return program
         try:
             suite = read_suite(label, options)
             own = {key: suite.spec[key] for key in self.options if key in suite.spec}
@@ -315,10 +319,18 @@ def _too_long(program: Extracted) -> bool:
     return len(program.source) > MAX_PROGRAM_CHARS
 
 
-def _no_program(program: Extracted | None) -> Score:
+def _program(response: str, options: Mapping[str, JSON]) -> Extracted | Score:
+    """The program to run: the answer region's last code block, or the `no_answer` why not
+    (a linear scan, run in the server by `screen` and again in the worker)."""
+    answer = final_answer(response, options)
+    if isinstance(answer, Unanswered):
+        return answer.score()
+    program = last_program(answer)
     if program is None:
         return Score.no_answer("no closed code block in a known language (```python, ```cpp...)")
-    return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
+    if _too_long(program):
+        return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
+    return program
 
 
 def _stdin_judge(suite: Suite, tolerance: float | None) -> Judge:

@@ -11,6 +11,11 @@ Option `extraction` picks how the answer is found in the response:
   counts, and so does the last number of a truncated chain of thought.
   The gold and `verify` are as in `final`.
 
+Either mode reads only the answer region (option `think`, `scorers.reasoning`):
+by default what follows the one `</think>`, and a reasoning block that never
+closed or closed twice is `no_answer`. math_verify itself parses the whole
+response (`think=keep`).
+
 An `extraction` value other than these two (from a label object, which is
 not validated before grading) grades as status `error`; the detail answer
 says which mode graded (`"extraction"`).
@@ -75,6 +80,7 @@ from reward_service.scorers.base import JSON, NO_OPTIONS, GradingLimits, Score, 
 from reward_service.scorers.labels import boxed, gold_texts
 from reward_service.scorers.math_verify import inline
 from reward_service.scorers.math_verify.hazards import answer_region, find_hazard
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -173,7 +179,10 @@ class MathVerifyScorer(Scorer):
     """1.0 when math_verify finds the boxed answer equal to the gold, else 0.0."""
 
     name = "math_verify"
-    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"extraction": EXTRACTION_MODES}
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        "extraction": EXTRACTION_MODES,
+        "think": THINK_MODES,
+    }
     inline_integers: ClassVar[bool] = True
     """`screen` settles bare-integer answers itself. `inline`
     proves those verdicts for this class's extraction config only: a
@@ -207,18 +216,26 @@ class MathVerifyScorer(Scorer):
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
         mode = extraction_mode(options)
-        if mode != FINAL:
-            return None if mode == ANY else _invalid_mode(options)
-        settled = inline.settle(response, label) if cls.inline_integers else None
+        if mode is None:
+            return _invalid_mode(options)
+        answer = final_answer(response, options)
+        if isinstance(answer, Unanswered):
+            return answer.score(extraction=mode)
+        if mode == ANY:
+            return None
+        settled = inline.settle(answer, label) if cls.inline_integers else None
         if settled is not None:
             return settled
-        hazard = find_hazard(answer_region(response))
+        hazard = find_hazard(answer_region(answer))
         return Score.no_answer(f"rejected: {hazard}", extraction=FINAL) if hazard else None
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         mode = extraction_mode(options)
         if mode is None:
             return _invalid_mode(options)
+        answer = final_answer(response, options)
+        if isinstance(answer, Unanswered):
+            return answer.score(extraction=mode)
         texts = gold_texts(label)
         if isinstance(texts, str):
             return Score.error(texts, extraction=mode)
@@ -228,9 +245,9 @@ class MathVerifyScorer(Scorer):
         if not gold:
             score = self._unreadable("gold label could not be parsed", gold=texts[0])
         elif mode == ANY:
-            score = self._score_any(gold, tuple(texts), response)
+            score = self._score_any(gold, tuple(texts), answer)
         else:
-            score = self._score_final(golds, gold, tuple(texts), response)
+            score = self._score_final(golds, gold, tuple(texts), answer)
         return Score(score.reward, score.status, {**score.details, "extraction": mode})
 
     def _score_final(

@@ -56,10 +56,9 @@ def test_the_fence_word_names_a_compiled_language(word: str, language: str) -> N
         "print(1)",
         "```python\nprint(1)",
         "```bash\nls\n```",
-        "```python\nprint(1)\n```\n</think>\nThe answer is 1.",
         "inline ```print(1)``` only",
     ],
 )
-def test_no_program_without_a_closed_python_block_after_thinking(response: str) -> None:
-    """No closed block in a known language after the last `</think>`: no program."""
+def test_no_program_without_a_closed_block_in_a_known_language(response: str) -> None:
+    """No closed block in a known language: no program."""
     assert last_program(response) is None

@@ -1,7 +1,8 @@
 """The `math_verify` scorer gives plain math_verify's verdict on every generated answer.
 
 Both extraction modes: `final` (the default) against `plain_grade`, `any`
-against `plain_grade_any`.
+against `plain_grade_any`, reading the whole response as math_verify does
+(`think=keep`, the parity option: by default only the answer region counts).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from tests.scorers.math_verify.cases import generate_cases
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-FINAL: Mapping[str, JSON] = {}
-ANY: Mapping[str, JSON] = {"extraction": "any"}
+FINAL: Mapping[str, JSON] = {"think": "keep"}
+ANY: Mapping[str, JSON] = {"extraction": "any", "think": "keep"}
 _CORES = min(len(os.sched_getaffinity(0)), 4)
 
 
