@@ -2,8 +2,10 @@
 
 The instructions come as SLIME's `ifbench` reads them from sample metadata
 (`instruction_inputs.py`), here from the label object's keys or the label
-itself. The response graded is what follows the last `</think>` (option
-`think=keep`: all of it). Option `reward`: `strict` (the default, SLIME's
+itself. The response graded is its answer region, read as every scorer reads it
+(`scorers.reasoning`: a reasoning block never closed or closed twice is
+`no_answer`; option `think=after`, SLIME's reading: what follows the last
+`</think>`; `think=keep`: all of it). Option `reward`: `strict` (the default, SLIME's
 reward: 1.0 when every instruction passes the strict check, else 0.0),
 `loose` (every one passes the loose check), `partial` and `partial_loose`
 (the fraction that pass). `?detail=1` lists each instruction's strict and loose
@@ -34,15 +36,9 @@ from reward_service.scorers.instructions.checkers import (
 )
 from reward_service.scorers.instructions.following import CannotCheck, follow
 from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_instructions
+from reward_service.scorers.reasoning import STRICT, THINK_MODES, Unanswered, answer_region
 
-THINK_END = "</think>"
 REWARDS = frozenset({"strict", "loose", "partial", "partial_loose"})
-THINK_MODES = frozenset({"after", "keep"})
-
-
-def graded_part(response: str, think: str) -> str:
-    """What is graded: the text after the last `</think>`, or all of it (`think=keep`)."""
-    return response.rpartition(THINK_END)[2] if think == "after" else response
 
 
 class InstructionScorer(Scorer):
@@ -108,7 +104,7 @@ class InstructionScorer(Scorer):
         if not isinstance(response, str):
             return Score.error("response is not a string")
         reward = options.get("reward", "strict")
-        think = options.get("think", "after")
+        think = options.get("think", STRICT)
         if not all(isinstance(v, str) for v in (reward, think)) or not (
             reward in REWARDS and think in THINK_MODES
         ):
@@ -116,7 +112,9 @@ class InstructionScorer(Scorer):
         instructions = read_instructions(label, options)
         if instructions is None:
             return Score.error("no instruction ids (instruction_id_list) in the label")
-        text = graded_part(response, str(think))
+        text = answer_region(response, str(think))
+        if isinstance(text, Unanswered):
+            return text.score(record_id=instructions.record_id)
         if not text.strip():
             return Score.no_answer("empty response", record_id=instructions.record_id)
         try:

@@ -63,7 +63,11 @@ def test_detail_lists_each_instructions_verdicts() -> None:
     ("response", "options", "reward"),
     [
         pytest.param("<think>Check: No, Commas.</think>fine text", {}, 1.0, id="after-think"),
-        pytest.param("<think>a</think>x</think>fine text", {}, 1.0, id="after-the-last"),
+        pytest.param("<think>a</think>x</think>fine text", {}, 0.0, id="two-think-ends"),
+        pytest.param(
+            "<think>a</think>x</think>fine text", {"think": "after"}, 1.0, id="after-last"
+        ),
+        pytest.param("<think>a plan for fine text", {}, 0.0, id="never-closed"),
         pytest.param(
             "<think>Check: No, Commas.</think>fine text", {"think": "keep"}, 0.0, id="keep"
         ),
@@ -72,7 +76,8 @@ def test_detail_lists_each_instructions_verdicts() -> None:
 def test_the_thinking_part_is_not_graded(
     response: str, options: Mapping[str, JSON], reward: float
 ) -> None:
-    """Only the text after the last </think> is graded, unless think=keep."""
+    """Only the answer region is graded: after the one </think>, none when the reasoning never
+    closed or closed twice; think=after reads after the last, think=keep all of it."""
     assert IFEVAL.score("", response, TWO, options).reward == reward
 
 
