@@ -259,6 +259,23 @@ def test_extraction_is_linear() -> None:
     assert cost(200_000) < 30 * cost(20_000) + 0.05
 
 
+@pytest.mark.parametrize(
+    "unit", ["A, ", "A or ", "A ", "**A**, ", "nitrogen oxygen ", ", " + " " * 50], ids=repr
+)
+def test_hedge_checks_are_linear(unit: str) -> None:
+    """Ten times a run of listed letters or option texts costs at most about ten times the
+    time, in the letter reading and in the check for several named options."""
+
+    def cost(n: int) -> float:
+        response = unit * n
+        started = time.perf_counter()
+        extract_letter(response, "ABCD")
+        SCORER.score("", response, "A", {"choices": [*FOUR, "nitrogen", "oxygen"]})
+        return time.perf_counter() - started
+
+    assert cost(100_000) < 30 * cost(10_000) + 0.05
+
+
 _WORDS = ["the", "answer", "is", "option", "choice", "final", ":", "correct", "about", "so"]
 _WORDS += [*"ABCDEFGHIJKZabcdez", "(B)", "**C**", "I", "a", "</think>", "\n", ".", "ozone"]
 _WORDS += ["nitric oxide", "Carbon-Dioxide", "methane!", "is the correct", "42", "x"]

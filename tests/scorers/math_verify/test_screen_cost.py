@@ -27,6 +27,7 @@ from reward_service.scorers.boxed import boxed_scorer
 from reward_service.scorers.math_verify import inline
 from reward_service.scorers.math_verify.hazards import answer_region, find_hazard
 from reward_service.scorers.math_verify.scorer import MathVerifyScorer
+from reward_service.scorers.reasoning import answer_region as answer_region_of
 
 GROWTH = 10
 MAX_RATIO = 25.0
@@ -97,10 +98,15 @@ TEXTS: dict[str, Callable[[int], str]] = {
     "spaces_then_answer": lambda n: " " * n + "$\\boxed{42}$",
     "braces_then_answer": lambda n: "\\boxed{" + "{}" * n + "}\\boxed{42}",
     "boxes_then_answer": lambda n: "\\boxed{1}" * n + "\\boxed{42}.",
+    "think_opens": lambda n: "<think>" * n + "\\boxed{42}",
+    "think_ends": lambda n: "</think>" * n + "\\boxed{42}",
+    "think_pairs": lambda n: "<think></think>" * n,
+    "think_ended_then_reopened": lambda n: "</think>" + "<think" * n + "<think>",
 }
 """Adversarial text families, each a function of its size in repeated units."""
 
 SCREENS: dict[str, Callable[[str], object]] = {
+    "reasoning": answer_region_of,
     "find_hazard": find_hazard,
     "answer_region": answer_region,
     "settle": lambda text: inline.settle(text, "42"),
