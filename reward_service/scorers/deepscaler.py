@@ -14,7 +14,14 @@ from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer
 from reward_service.scorers.math_dataset import grade_boxed
-from reward_service.scorers.reasoning import AFTER, STRICT, THINK_END, Unanswered, final_answer
+from reward_service.scorers.reasoning import (
+    AFTER,
+    REQUIRED,
+    STRICT,
+    THINK_END,
+    Unanswered,
+    final_answer,
+)
 
 RESPONSE_MARKER = "###Response"
 
@@ -33,7 +40,9 @@ class DeepScalerScorer(Scorer):
     """1.0 when the boxed answer after the reasoning equals the label, else 0.0."""
 
     name = "deepscaler"
-    options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": frozenset({STRICT, AFTER})}
+    options: ClassVar[Mapping[str, frozenset[str] | None]] = {
+        "think": frozenset({STRICT, REQUIRED, AFTER})
+    }
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):

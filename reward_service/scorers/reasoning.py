@@ -8,6 +8,9 @@ Option `think` says how (`THINK_MODES`):
   `</think>` at all, or a `<think>` after the last one) is a truncated answer, and
   more than one `</think>` is a malformed reasoning block: both are `no_answer`, so
   nothing hidden inside reasoning is ever graded as if it were the answer.
+* `required`: as `strict`, and a response with no `</think>` at all is truncated too:
+  for prompts whose chat template opens `<think>` itself (Qwen3, DeepSeek-R1), where
+  a response that never closed its reasoning holds no `<think>` to show it.
 * `after`: what follows the last `</think>`, else all of it (SLIME's `gpqa`,
   `ifbench` and `deepscaler`, the service's readings before `strict`).
 * `keep`: the whole response, reasoning included (math_verify's `parse`, SLIME's
@@ -28,9 +31,10 @@ from reward_service.scorers.base import JSON, Score
 THINK_OPEN = "<think>"
 THINK_END = "</think>"
 STRICT = "strict"
+REQUIRED = "required"
 AFTER = "after"
 KEEP = "keep"
-THINK_MODES = frozenset({STRICT, AFTER, KEEP})
+THINK_MODES = frozenset({STRICT, REQUIRED, AFTER, KEEP})
 """The values of option `think`."""
 
 
@@ -64,7 +68,7 @@ def answer_region(response: str, mode: str = STRICT) -> str | Unanswered:
     if mode == AFTER:
         return tail
     if not ended:
-        return TRUNCATED if THINK_OPEN in response else response
+        return TRUNCATED if mode == REQUIRED or THINK_OPEN in response else response
     if THINK_END in head:
         return MALFORMED
     if THINK_OPEN in tail:

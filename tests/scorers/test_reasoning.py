@@ -8,6 +8,7 @@ from reward_service.scorers.reasoning import (
     AFTER,
     KEEP,
     MALFORMED,
+    REQUIRED,
     STRICT,
     TRUNCATED,
     Unanswered,
@@ -29,9 +30,10 @@ from reward_service.scorers.reasoning import (
     ],
 )
 def test_each_mode_reads_its_region(response: str, strict: object, after: str) -> None:
-    """`strict` refuses unclosed and doubled reasoning, `after` reads after the last end,
-    `keep` reads everything."""
+    """`strict` refuses unclosed and doubled reasoning, `required` also a response with no
+    `</think>`, `after` reads after the last end, `keep` reads everything."""
     assert answer_region(response, STRICT) == strict
+    assert answer_region(response, REQUIRED) == (strict if "</think>" in response else TRUNCATED)
     assert answer_region(response, AFTER) == after
     assert answer_region(response, KEEP) == response
 
@@ -46,7 +48,13 @@ def test_an_unread_region_says_why_as_no_answer() -> None:
 
 @pytest.mark.parametrize(
     ("options", "mode"),
-    [({}, STRICT), ({"think": "after"}, AFTER), ({"think": "keep"}, KEEP), ({"think": 3}, STRICT)],
+    [
+        ({}, STRICT),
+        ({"think": "required"}, REQUIRED),
+        ({"think": "after"}, AFTER),
+        ({"think": "keep"}, KEEP),
+        ({"think": 3}, STRICT),
+    ],
 )
 def test_the_mode_comes_from_option_think(options: dict[str, object], mode: str) -> None:
     """Option `think` picks the mode; unset or unknown is `strict` (never the laxer reading)."""
