@@ -17,7 +17,9 @@ without a gold letter earns 1.0 when it equals the stripped label.
 
 Options (label-object keys, where SLIME reads sample metadata): `choices` (a
 list, or an object whose values are the choices), `valid_letters`,
-`correct_letter`, `correct_answer`, `answer_text`.
+`correct_letter`, `correct_answer`, `answer_text`. A label object holding any
+of them and neither `scorer` nor `answer` (`{"choices": [...], "correct_letter":
+"B"}`) is read the same way when gpqa grades it.
 
 Rewards are SLIME's, with five deliberate differences:
 
@@ -74,6 +76,8 @@ _STATEMENTS = tuple(
 )
 _LONE_CAPITAL = re.compile(r"\b([A-Z])\b")
 _TEXT_KEYS = ("correct_answer", "answer_text")
+_OWN_KEYS = frozenset({"choices", "valid_letters", "correct_letter", *_TEXT_KEYS})
+"""A label object holding any of these is gpqa's own: its keys are read as the options."""
 
 
 def normal_text(text: str) -> str:
@@ -140,6 +144,9 @@ class GpqaScorer(Scorer):
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
+        if isinstance(label, Mapping) and _OWN_KEYS & label.keys():
+            options = {**{k: v for k, v in label.items() if k in self.options}, **options}
+            label = None
         try:
             choices = _choices(options)
             letters = _letters(options, choices)
@@ -185,7 +192,11 @@ class GpqaScorer(Scorer):
         if label_text and not _is_letter(label_text, letters):
             candidates.append(label_text)
         if not (gold or candidates or label_text):
-            return Score.error("label designates no option", pred=pred)
+            return Score.error(
+                "label designates no option: give correct_letter, a letter, a 0-based index, "
+                "correct_answer, answer_text, or the text of one of choices",
+                pred=pred,
+            )
         answer = normal_text(region)
         details: dict[str, JSON] = {"pred": pred, "gold": gold or [*candidates, label_text][0]}
         if choices and len(named_options(answer, [normal_text(str(c)) for c in choices])) > 1:

@@ -334,3 +334,26 @@ def test_parity_with_slime() -> None:
     graded, identical, _ = parity(2000)
     assert graded > 1900
     assert identical >= 0.99 * graded
+
+
+@pytest.mark.parametrize(
+    ("label", "right", "wrong"),
+    [
+        ({"choices": FOUR, "correct_letter": "C"}, "Answer: C", "Answer: B"),
+        ({"choices": FOUR, "correct_answer": "Ozone"}, "It is ozone.", "It is methane."),
+        ({"correct_letter": "C", "valid_letters": "ABCD"}, "Answer: C", "Answer: B"),
+    ],
+)
+def test_a_label_object_of_gpqa_keys_is_read_as_its_options(
+    label: JSON, right: str, wrong: str
+) -> None:
+    """A bare label object of gpqa's keys (no `scorer`, no `answer`) grades as those options."""
+    assert SCORER.score("", right, label, {}).reward == 1.0
+    assert SCORER.score("", wrong, label, {}).reward == 0.0
+
+
+def test_a_label_designating_nothing_says_what_it_lacks() -> None:
+    """The error for a label naming no option lists what would name one."""
+    result = SCORER.score("", "Answer: C", {"choices": FOUR}, {})
+    assert result.status is Status.ERROR
+    assert "correct_letter" in result.details["reason"]
