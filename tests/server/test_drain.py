@@ -1,4 +1,4 @@
-"""SIGTERM under load: readiness fails at once, every accepted request is answered."""
+"""SIGTERM or SIGINT under load: readiness fails at once, every accepted request is answered."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import itertools
 import signal
 
 import httpx
+import pytest
 
 from reward_service.testing import LiveServer, live_server
 from tests.conftest import FAKE_SCORER
@@ -29,24 +30,44 @@ async def _readiness_until_refused(url: str) -> list[int | str]:
     return readiness
 
 
-async def _sigterm_under_load(server: LiveServer) -> tuple[list[httpx.Response], list[int | str]]:
+async def _in_flight(client: httpx.AsyncClient) -> float:
+    """The server's `reward_gradings_in_flight` gauge."""
+    for line in (await client.get("/metrics")).text.splitlines():
+        if line.startswith("reward_gradings_in_flight "):
+            return float(line.split()[1])
+    raise AssertionError("no reward_gradings_in_flight in /metrics")
+
+
+async def _signal_under_load(
+    server: LiveServer, sig: signal.Signals
+) -> tuple[list[httpx.Response], list[int | str]]:
     limits = httpx.Limits(max_connections=64)
-    async with httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client:
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as metrics,
+    ):
         requests = [
-            asyncio.create_task(client.post("/score/fake", json={"response": "sleep:0.1"}))
+            asyncio.create_task(client.post("/score/fake", json={"response": "sleep:0.2"}))
             for _ in range(64)
         ]
-        await asyncio.sleep(0.5)
-        server.process.send_signal(signal.SIGTERM)
+        for _ in range(600):  # the signal comes once all 64 are accepted, however slow the host
+            if await _in_flight(metrics) >= 64:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("the 64 requests were never in flight together")
+        server.process.send_signal(sig)
         readiness = await _readiness_until_refused(server.url)
         return await asyncio.gather(*requests), readiness
 
 
-def test_sigterm_with_64_in_flight_loses_nothing() -> None:
-    """64 requests in flight at SIGTERM all get their reward; /readyz says 503 before refusing."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_with_64_in_flight_loses_nothing(sig: signal.Signals) -> None:
+    """64 requests in flight at SIGTERM, or at SIGINT (Ctrl-C), all get their reward; /readyz
+    says 503 before refusing; the server exits 0."""
     env = {"REWARD_EXTRA_SCORERS": FAKE_SCORER, "REWARD_DRAIN_S": "30"}
     with live_server(workers=2, env=env) as server:
-        responses, readiness = asyncio.run(_sigterm_under_load(server))
+        responses, readiness = asyncio.run(_signal_under_load(server, sig))
         assert [r.status_code for r in responses] == [200] * 64
         assert [r.json() for r in responses] == [1.0] * 64
         assert [status for status, _ in itertools.groupby(readiness)] == [503, REFUSED], readiness
