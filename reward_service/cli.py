@@ -15,11 +15,10 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-import pydantic
+from typing import Any, Literal, get_args, get_origin
 
 from reward_service.bench.bench_command import register as register_bench
+from reward_service.errors import InvalidSetting
 from reward_service.launcher.slime_command import register as register_slime
 from reward_service.rayserve.ray_command import register as register_ray
 from reward_service.settings import Settings
@@ -38,15 +37,19 @@ def _settings_help() -> str:
             default = field.default_factory()  # type: ignore[call-arg]
         else:
             default = field.default
-        lines.append(f"  REWARD_{name.upper():<28} {field.description or ''} [default: {default}]")
+        accepted = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
+        values = f" One of: {', '.join(map(str, accepted))}." if accepted else ""
+        lines.append(
+            f"  REWARD_{name.upper():<28} {field.description or ''}{values} [default: {default}]"
+        )
     return "\n".join(lines)
 
 
 def _settings(overrides: dict[str, Any]) -> Settings:
     try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except pydantic.ValidationError as exc:
-        sys.exit(f"reward-service: invalid settings:\n{exc}")
+        return Settings.read(**{k: v for k, v in overrides.items() if v is not None})
+    except InvalidSetting as exc:
+        sys.exit(f"reward-service: {exc}")
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -114,7 +114,8 @@ class Settings(BaseSettings):
         0.0, ge=0, description="Close a keep-alive connection older than this; 0: never."
     )
     access_log: Literal["off", "sampled", "all"] = Field(
-        "sampled", description="Per-request access lines: none, 1 in `access_log_sample`, or all."
+        "sampled",
+        description="Per-request access lines (sampled: 1 in REWARD_ACCESS_LOG_SAMPLE).",
     )
     access_log_sample: int = Field(100, ge=1, description="Log one request in this many.")
     log_level: Literal["debug", "info", "warning", "error"] = Field(
@@ -129,11 +130,12 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _deadlines_are_sane(self) -> Settings:
         if any(not 0 < deadline <= 600 for deadline in self.scorer_deadlines.values()):
-            raise ValueError("scorer_deadlines must lie in (0, 600] seconds")
+            raise ValueError("REWARD_SCORER_DEADLINES must lie in (0, 600] seconds")
         if self.grader_timeout_s >= self.deadline_s:
             raise ValueError(
-                f"grader_timeout_s ({self.grader_timeout_s}) must be below deadline_s "
-                f"({self.deadline_s}): the inner timeout must fire before the worker is killed"
+                f"REWARD_GRADER_TIMEOUT_S ({self.grader_timeout_s}) must be below "
+                f"REWARD_DEADLINE_S ({self.deadline_s}): the inner timeout must fire before the "
+                "worker is killed"
             )
         return self
 
@@ -141,8 +143,9 @@ class Settings(BaseSettings):
     def _one_body_fits_the_budget(self) -> Settings:
         if self.max_pending_bytes < self.max_body_bytes:
             raise ValueError(
-                f"max_pending_bytes ({self.max_pending_bytes}) must be at least max_body_bytes "
-                f"({self.max_body_bytes}): a body of the largest size must fit when idle"
+                f"REWARD_MAX_PENDING_BYTES ({self.max_pending_bytes}) must be at least "
+                f"REWARD_MAX_BODY_BYTES ({self.max_body_bytes}): a body of the largest size must "
+                "fit when idle"
             )
         return self
 
@@ -169,6 +172,18 @@ class Settings(BaseSettings):
             )
         return self
 
+    @classmethod
+    def read(cls, **overrides: Any) -> Settings:
+        """The settings from the environment and `overrides` (flags), or `InvalidSetting`
+        naming each variable refused and what it takes (`REWARD_ACCESS_LOG: Input should be
+        'off', 'sampled' or 'all'`), never pydantic's field names."""
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise InvalidSetting(
+                "invalid settings:\n" + "\n".join(_problems(exc, cls.model_config["env_prefix"]))
+            ) from None
+
     def scorer_settings(self, name: str, model: type[S]) -> S:
         """Scorer `name`'s own settings: `REWARD_<NAME>__<FIELD>` from the environment, then
         `scorers[name]`; raises `InvalidSetting` for a value it refuses or a name it lacks."""
@@ -188,9 +203,7 @@ class Settings(BaseSettings):
         try:
             return model(_env_prefix=prefix, **self.scorers.get(name, {}))
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{prefix}{'.'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(_problems(exc, prefix))
             raise InvalidSetting(f"scorer {name!r} settings: {problems}") from None
 
     def deadline_for(self, scorer: str, default: float | None = None) -> float:
@@ -201,3 +214,15 @@ class Settings(BaseSettings):
         fallback = self.deadline_s if default is None else default
         inner = self.scorer_deadlines.get(scorer.removeprefix("boxed_"), fallback)
         return self.scorer_deadlines.get(scorer, inner)
+
+
+def _problems(exc: ValidationError, prefix: str) -> list[str]:
+    """Each error of `exc` as the variable a user sets and what is wrong with its value."""
+    found = []
+    for error in exc.errors():
+        where = "_".join(str(part) for part in error["loc"][:1]).upper()
+        detail = ".".join(str(part) for part in error["loc"][1:])
+        message = error["msg"].removeprefix("Value error, ")
+        name = f"{prefix}{where}" + (f" ({detail})" if detail else "")
+        found.append(f"{name}: {message}" if where else message)
+    return found

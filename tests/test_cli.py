@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+from typing import Literal, get_args, get_origin
 
 from reward_service.settings import Settings
 
@@ -52,11 +53,45 @@ def test_serve_help_documents_every_setting() -> None:
     assert "Undefined" not in result.stdout
 
 
+def test_serve_help_lists_the_values_each_choice_setting_takes() -> None:
+    """Each setting with a fixed set of values has them in `serve --help`, and each is accepted:
+    the help and the settings cannot disagree."""
+    help_lines = {
+        line.split()[0]: line for line in _run("serve", "--help").stdout.splitlines() if line
+    }
+    choices = {
+        name: get_args(field.annotation)
+        for name, field in Settings.model_fields.items()
+        if get_origin(field.annotation) is Literal
+    }
+    assert choices, "no choice setting found"
+    for name, values in choices.items():
+        line = help_lines[f"REWARD_{name.upper()}"]
+        assert f"One of: {', '.join(values)}." in line
+        for value in values:
+            assert getattr(Settings.read(**{name: value}), name) == value
+
+
 def test_bad_setting_stops_serve_with_message() -> None:
-    """An invalid setting stops `serve` before it listens, saying which."""
+    """An invalid setting stops `serve` before it listens, naming its variable, not a field."""
     result = _run("serve", "--port", "0")
     assert result.returncode != 0
-    assert "port" in result.stderr
+    assert "REWARD_PORT: Input should be greater than or equal to 1" in result.stderr
+    assert "pydantic" not in result.stderr
+
+
+def test_a_refused_choice_names_the_variable_and_the_values_it_takes() -> None:
+    """`REWARD_ACCESS_LOG=none` is refused with the variable and its accepted values."""
+    env = {**os.environ, "REWARD_ACCESS_LOG": "none"}
+    result = subprocess.run(
+        [sys.executable, "-m", "reward_service", "serve"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "REWARD_ACCESS_LOG: Input should be 'off', 'sampled' or 'all'" in result.stderr
 
 
 def test_serve_on_a_taken_port_fails_with_message() -> None:
