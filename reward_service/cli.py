@@ -84,15 +84,15 @@ async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
     from reward_service.grading.engine import ScoringEngine
 
     settings = _settings({"workers": 1})
-    engine = ScoringEngine(settings)
-    if args.scorer:
-        engine.registry.require(args.scorer)
-    print("reward-service: starting a grading worker ...", file=sys.stderr)
+    response = args.response if args.response is not None else sys.stdin.read()
+    body = {"prompt": args.prompt, "response": response, "label": _parse_label(args.label)}
+    sample = sample_from_json(body)
+    scorer = sample.scorer or args.scorer or settings.default_scorer
+    engine = ScoringEngine(settings, only={scorer})
+    print(f"reward-service: starting a grading worker for {scorer} ...", file=sys.stderr)
     await engine.start()
     try:
-        response = args.response if args.response is not None else sys.stdin.read()
-        body = {"prompt": args.prompt, "response": response, "label": _parse_label(args.label)}
-        graded = await engine.grade(sample_from_json(body), args.scorer)
+        graded = await engine.grade(sample, args.scorer)
     finally:
         await engine.close()
     return graded.detail()

@@ -31,6 +31,17 @@ def test_score_prints_reward_and_details() -> None:
     assert (detail["reward"], detail["status"], detail["scorer"]) == (1.0, "ok", "math_verify")
 
 
+def test_score_starts_only_the_scorer_it_grades_with() -> None:
+    """`score` checks and opens only its scorer (and the default one): no other scorer's
+    start-up check is run or printed; a label object's scorer is the one started."""
+    result = _run("score", "--label", "7", "--scorer", "exact", "--response", "7")
+    assert result.returncode == 0, result.stderr
+    assert "start-up check" not in result.stderr
+    assert "for exact" in result.stderr
+    routed = _run("score", "--label", '{"scorer": "choice", "answer": "B"}', "--response", "B")
+    assert json.loads(routed.stdout)["scorer"] == "choice"
+
+
 def test_score_reads_response_from_stdin() -> None:
     """Without `--response` the answer is read from stdin."""
     result = _run("score", "--label", "7", "--scorer", "exact", stdin="8\n")

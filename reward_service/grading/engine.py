@@ -25,7 +25,7 @@ import multiprocessing
 import os
 import resource
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reward_service.errors import InvalidSetting, Overloaded
@@ -59,14 +59,17 @@ def _worker_init(
     memory_mb: int,
     settings: dict[str, ScorerSettings],
     nice: int,
+    only: list[str] | None = None,
 ) -> None:
     """Runs once in each worker: lower its priority, cap its memory, build the CPU-bound
-    scorers, open them (a zygote started here inherits both)."""
+    scorers (those of `only`, when given), open them (a zygote started here inherits both)."""
     global _registry
     os.nice(nice)
     cap = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     _registry = ScorerRegistry.discover(limits, extra, settings)
+    if only is not None:
+        _registry = _registry.only(only)
     for scorer in _registry.build(Scorer):
         assert isinstance(scorer, Scorer)
         scorer.open()
@@ -121,7 +124,10 @@ class ScoringEngine:
         registry: ScorerRegistry | None = None,
         on_graded: Callable[[Graded], None] | None = None,
         on_restart: Callable[[str], None] | None = None,
+        only: Collection[str] | None = None,
     ) -> None:
+        """`only`: serve just these scorers (and the default one), checking, importing and
+        opening nothing else."""
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
         self._on_restart = on_restart or (lambda cause: None)
@@ -131,6 +137,9 @@ class ScoringEngine:
             worker_memory_mb=settings.worker_memory_mb,
         )
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
+        self._only = None if only is None else sorted({*only, settings.default_scorer})
+        if self._only is not None:
+            self.registry = self.registry.only(self._only)
         self._check_scorer_options()
         self.checks: dict[str, StartupCheck] = {}
         """Each scorer's start-up check that ran, by name (`GET /scorers`)."""
@@ -176,6 +185,7 @@ class ScoringEngine:
                 self.settings.worker_memory_mb,
                 scorer_settings,
                 self.settings.worker_nice,
+                self._only,
             ),
             max_tasks=self.settings.worker_max_tasks,
             context=context,

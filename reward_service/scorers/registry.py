@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from importlib.metadata import entry_points
 
 from reward_service.errors import ScorerLoadError, UnknownScorer
@@ -128,6 +128,15 @@ class ScorerRegistry:
     ) -> ScorerRegistry:
         """This registry's scorers, built with `limits` and `settings` (by scorer name)."""
         return ScorerRegistry(self._targets, limits, settings)
+
+    def only(self, names: Collection[str]) -> ScorerRegistry:
+        """This registry narrowed to the scorers `names` grade with (`boxed_<type>`: `<type>`),
+        so nothing else is imported, checked or opened (`reward-service score`)."""
+        for name in names:
+            self.require(name)
+        wanted = {self.base_of(name) for name in names}
+        targets = {name: target for name, target in self._targets.items() if name in wanted}
+        return ScorerRegistry(targets, self._limits, self._settings)
 
     def modules(self) -> list[str]:
         """The modules that define the scorers, to preload in worker parents."""

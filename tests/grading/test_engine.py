@@ -75,7 +75,7 @@ def test_url_options_reach_another_scorer_only_if_it_takes_them() -> None:
         ({"math_verify": {"bogus": "1"}}, "no option 'bogus'; its options: extraction"),
         ({"math_verify": {"extraction": "nope"}}, "takes one of any, final, not 'nope'"),
         ({"math_verify": {"extraction": 1}}, "takes one of any, final, not 1"),
-        ({"exact": {"extraction": "any"}}, "its options: none"),
+        ({"random": {"extraction": "any"}}, "its options: none"),
     ],
 )
 def test_bad_scorer_options_stop_start_up(scorer_options: object, message: str) -> None:

@@ -35,3 +35,12 @@ def test_scorer_class_of_an_unknown_name_still_raises_after_known_lookups() -> N
     registry.scorer_class("exact")
     with pytest.raises(UnknownScorer, match="exact"):
         registry.scorer_class("nope")
+
+
+def test_only_narrows_the_registry_to_what_its_names_grade_with() -> None:
+    """`only` keeps the named scorers and the base of a `boxed_` name, and refuses unknown ones."""
+    narrowed = ScorerRegistry.discover().only(["exact", "boxed_math"])
+    assert narrowed.targets() == ["exact", "math"]
+    assert "code" not in narrowed and "boxed_exact" in narrowed
+    with pytest.raises(UnknownScorer):
+        ScorerRegistry.discover().only(["nope"])
