@@ -48,6 +48,21 @@ def slime_argv(command: Sequence[str], url: str, reward_key: str | None) -> list
     return argv
 
 
+def bypassed(argv: Sequence[str]) -> str | None:
+    """Why SLIME, run with `argv`, would never call the service, or None when it will.
+
+    A `--rm-type` other than `remote_rm` (without `--custom-rm-path`, which SLIME calls
+    instead) grades in SLIME's own process: the launcher keeps the caller's flags, and says so.
+    """
+    rm_type = flag_value(argv, "--rm-type")
+    if rm_type is None or rm_type == "remote_rm" or has_flag(argv, "--custom-rm-path"):
+        return None
+    return (
+        f"the train command sets --rm-type {rm_type}: SLIME grades in its own process and never "
+        "calls the service; drop the flag (or pass --rm-type remote_rm) to use it"
+    )
+
+
 def exec_train(argv: Sequence[str]) -> NoReturn:
     """Replace this process with the train command, so signals reach it directly."""
     os.execvp(argv[0], list(argv))

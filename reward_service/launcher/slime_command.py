@@ -20,6 +20,7 @@ from reward_service.launcher.config import LaunchConfig
 from reward_service.launcher.launch import (
     DEFAULT_TRAIN_COMMAND,
     DETAIL_REWARD_KEY,
+    bypassed,
     exec_train,
     flag_value,
     slime_argv,
@@ -131,6 +132,9 @@ def _launch(args: argparse.Namespace) -> int:
             url, reward_key=reward_key, wait_s=config.wait_s, check_grading=not args.skip_grading
         )
     argv = slime_argv(command, url, reward_key)
+    warning = bypassed(argv)
+    if warning:
+        print(f"launch: warning: {warning}", file=sys.stderr, flush=True)
     added = argv[len(command or DEFAULT_TRAIN_COMMAND) :]
     shown = " ".join(redact(arg) if arg == url else arg for arg in added) or "nothing"
     print(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.launcher.launch import flag_value, slime_argv
+from reward_service.launcher.launch import bypassed, flag_value, slime_argv
 from reward_service.testing import free_port
 
 URL = "http://rm.ns.svc.cluster.local:8000/score"
@@ -96,6 +96,36 @@ def test_launch_passes_the_token_in_the_url_and_never_prints_it(tmp_path: Path) 
     url = "http://slime-reward.reward-service.svc.cluster.local:8000/t/c0ffee/score"
     assert _recorded(tmp_path)[-2:] == ["--rm-url", url]
     assert "c0ffee" not in result.stderr and "/t/***/score" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "warned"),
+    [
+        (["--rm-type", "math"], True),
+        (["--rm-type=dapo"], True),
+        (["--rm-type", "remote_rm"], False),
+        (["--rm-type", "math", "--custom-rm-path", "m.f"], False),
+        ([], False),
+    ],
+)
+def test_an_rm_type_that_bypasses_the_service_is_named(argv: list[str], warned: bool) -> None:
+    """A kept `--rm-type` other than remote_rm (no custom reward) is reported, naming it."""
+    reason = bypassed(argv)
+    assert (reason is not None) == warned
+    if reason:
+        assert flag_value(argv, "--rm-type") in reason and "never calls the service" in reason
+
+
+def test_launch_warns_when_the_command_keeps_its_own_rm_type(tmp_path: Path) -> None:
+    """`slime launch -- ... --rm-type math` runs the command as given and says it bypasses us."""
+    record = tmp_path / "argv.json"
+    recorder = tmp_path / "train.py"
+    recorder.write_text(f"import json, sys\nopen({str(record)!r}, 'w').write('[]')\n")
+    command = [sys.executable, "-m", "reward_service.launcher", "launch", "--skip-preflight"]
+    command += ["--", sys.executable, str(recorder), "--rm-type", "math"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "warning: the train command sets --rm-type math" in result.stderr
 
 
 def test_launch_runs_the_preflight_first(tmp_path: Path, reward_url: str) -> None:
