@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.errors import RewardServiceError
+from reward_service.scorers.instructions.linear_checkers import with_linear_checks
 
 BENCHMARKS = ("ifeval", "ifbench")
 _PACKAGE = "if_verifiable"
@@ -183,13 +184,16 @@ def warm() -> None:
 
 @cache
 def load(benchmark: str) -> Checkers:
-    """`benchmark`'s checkers (`ifeval` or `ifbench`); `ChecksUnavailable` if they cannot load."""
+    """`benchmark`'s checkers (`ifeval` or `ifbench`); `ChecksUnavailable` if they cannot load.
+
+    Four official checkers that take quadratic time get linear ones (`linear_checkers`)."""
     try:
         missing = _prepare_nltk()
         _enter_package()
-        registry = importlib.import_module(f"{_PACKAGE}.{benchmark}.instructions_registry")
+        official = importlib.import_module(f"{_PACKAGE}.{benchmark}.instructions_registry")
+        registry = with_linear_checks(benchmark, official.INSTRUCTION_DICT)
     except ChecksUnavailable:
         raise
     except Exception as exc:  # any import failure of a dependency means no checkers
         raise ChecksUnavailable(f"{type(exc).__name__}: {exc}") from exc
-    return Checkers(benchmark, dict(registry.INSTRUCTION_DICT), missing)
+    return Checkers(benchmark, registry, missing)
