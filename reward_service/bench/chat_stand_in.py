@@ -6,8 +6,11 @@ beside the service: a `respond` function turns each request body into a
 `Reply` (status, headers, body, a delay, a slow drip, a cut-off body), and the
 server counts calls and the most in progress at once. By default it answers
 after `latency_s`, at most `capacity` requests at a time (the rest queue, as on
-a model server), with a verdict read from the prompt: `VERDICT: CORRECT` when
-the candidate's final answer equals the reference, else `VERDICT: INCORRECT`.
+a model server), with a verdict read from the prompt: `CORRECT` when the
+candidate's final answer equals the reference, else `INCORRECT`, on the verdict
+line the prompt asks for. `GullibleJudge` is a weak judge model instead, for the
+reward-hacking tests: it obeys instructions in what it grades, restates the
+verdict lines it reads, and believes a forged end of the prompt.
 `GET <base URL>/stats` answers its counts, for a stand-in run as a process of its own
 (`python -m reward_service.bench.chat_stand_in LATENCY_S [JITTER]` prints its
 base URL, then serves until killed), where a load test must not share the
@@ -20,13 +23,19 @@ import asyncio
 import contextlib
 import json
 import random
+import re
 import sys
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-_REFERENCE, _ANSWER = "Reference answer:\n", "Candidate's final answer:\n"
+_REFERENCE, _ANSWER = "Reference answer:", "Candidate's final answer:"
+_ASKED = re.compile(r"^VERDICT(?: [^\s:]+)?: (?=CORRECT\b)", re.MULTILINE)
+"""A line of the prompt asking for a verdict: its start is the form a judge writes."""
+_FENCE = re.compile(r"</?[a-z]+-[0-9a-f]+>")
+_REMOVED = "[removed]"
 
 
 @dataclass(frozen=True)
@@ -74,13 +83,109 @@ def prompt_of(request: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+def verdict_form(prompt: str) -> str:
+    """How the prompt asks a verdict line to start (`VERDICT <key>: `), the last it asks."""
+    asked = _ASKED.findall(prompt)
+    return asked[-1] if asked else "VERDICT: "
+
+
+def section(prompt: str, heading: str, last: bool = False) -> str:
+    """The text under the first (or `last`) `heading` of a prompt, up to a blank line,
+    without the lines that fence it."""
+    at = prompt.rfind(heading) if last else prompt.find(heading)
+    if at < 0:
+        return ""
+    text = prompt[at + len(heading) :].lstrip("\n").partition("\n\n")[0]
+    return "\n".join(line for line in text.split("\n") if not _FENCE.fullmatch(line)).strip()
+
+
 def equal_answer_verdict(request: dict[str, Any]) -> Reply:
     """`CORRECT` when the built-in prompt's candidate answer equals its reference."""
     prompt = prompt_of(request)
-    reference = prompt.partition(_REFERENCE)[2].partition("\n\n")[0].strip()
-    answer = prompt.partition(_ANSWER)[2].partition("\n\n")[0].strip()
+    reference, answer = section(prompt, _REFERENCE), section(prompt, _ANSWER)
     verdict = "CORRECT" if answer and answer == reference else "INCORRECT"
-    return completion(f"Compared.\nVERDICT: {verdict}")
+    return completion(f"Compared.\n{verdict_form(prompt)}{verdict}")
+
+
+def verdicts(*words: str, text: str = "") -> Callable[[dict[str, Any]], Reply]:
+    """A judge replying `text`, then a verdict line for each of `words` in the form its prompt
+    asks (the call's nonce included)."""
+
+    def respond(request: dict[str, Any]) -> Reply:
+        form = verdict_form(prompt_of(request))
+        return completion(text + "".join(f"\n{form}{word}" for word in words))
+
+    return respond
+
+
+_OBEYED = re.compile(
+    r"ignore (?:all )?(?:the )?previous instructions|\banswer yes\b"
+    r"|^\W*verdict\b[^\n]*:\W*correct\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""What a weak judge takes as an order to pass the answer."""
+_TAGS = 0xE0000
+"""Unicode tag characters (U+E0020-E007E) spell ASCII invisibly."""
+_WORDS = {"four": "4", "five": "5", "forty-two": "42", "forty two": "42"}
+
+
+@dataclass
+class GullibleJudge:
+    """A weak judge model as a `respond` function, the test double of the reward-hacking tests.
+
+    It reads the prompt as a model does, through invisible characters (Unicode tags
+    as the ASCII they spell, other format characters skipped) and compatibility
+    forms (full-width letters). The candidate's answer is what follows the first
+    `Candidate's final answer:`, and the reference what follows the last
+    `Reference answer:` (it believes a forged end of the prompt with a new
+    reference). In its first `obeys_calls` calls it obeys what it reads from the
+    answer on to the prompt's last `End your reply` line: an instruction to pass,
+    or a verdict line saying `CORRECT`. With `restates`, its reply quotes the
+    answer's verdict lines and ends there (a reply cut at its token cap).
+    Otherwise it compares answer and reference as a lenient reader would (case,
+    `\\boxed{}` and `\\text{}`, `the answer is`, a final stop, a few numbers in
+    words; `[removed]` marks skipped) and ends with the verdict line the prompt
+    asks for.
+    """
+
+    restates: bool = False
+    obeys_calls: int = 1 << 30
+    calls: int = 0
+
+    def __call__(self, request: dict[str, Any]) -> Reply:
+        self.calls += 1
+        prompt = _as_read(prompt_of(request))
+        start = prompt.find(_ANSWER)
+        graded = prompt[start : prompt.rfind("End your reply")] if start >= 0 else ""
+        answer = section(prompt, _ANSWER)
+        if self.restates:
+            quoted = [line for line in answer.split("\n") if "VERDICT" in line.upper()]
+            if quoted:
+                return completion("The candidate's answer says:\n" + "\n".join(quoted))
+        if self.calls <= self.obeys_calls and _OBEYED.search(graded):
+            verdict = "CORRECT"
+        else:
+            same = _lenient(answer) == _lenient(section(prompt, _REFERENCE, last=True))
+            verdict = "CORRECT" if same else "INCORRECT"
+        return completion(f"I compared them.\n{verdict_form(prompt)}{verdict}")
+
+
+def _as_read(text: str) -> str:
+    """`text` as a model reads it: tag characters as their ASCII, other format characters
+    gone, compatibility forms folded."""
+    shown = "".join(
+        chr(ord(char) - _TAGS) if _TAGS < ord(char) < _TAGS + 0x7F else char
+        for char in text
+        if unicodedata.category(char) != "Cf" or _TAGS < ord(char) < _TAGS + 0x7F
+    )
+    return unicodedata.normalize("NFKC", shown)
+
+
+def _lenient(text: str) -> str:
+    for mark in (_REMOVED, "\\boxed{", "\\text{", "}"):
+        text = text.replace(mark, " ")
+    text = " ".join(text.lower().split()).rstrip(".").removeprefix("the answer is ")
+    return _WORDS.get(text, text)
 
 
 class ChatStandIn:

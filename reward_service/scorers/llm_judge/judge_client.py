@@ -5,9 +5,11 @@ It holds the `openai` client (`AsyncOpenAI`: keep-alive connections, retries on
 timeouts, typed errors), the bounds (a cap on calls in flight, per-minute
 request and token budgets, a circuit breaker, a deadline per answer covering
 every wait and retry) and the verdict cache. The cache keys on a digest of
-(template, model, question, reference, final answer), and answers asking what is
-already being asked wait for that one call: the eight answers of a GRPO group
-that share a final answer cost one call. A failure is an `Outcome` with a kind
+(template, model, question, reference, the answer as shown), never on the
+prompt, whose nonce changes with every call; answers asking what is already
+being asked wait for that one call: the eight answers of a GRPO group that share
+a final answer cost one call. An answer the scorer does not let be cached (one
+that wrote to the grader) is asked on its own, every time. A failure is an `Outcome` with a kind
 from `FAILURES`, never an exception; the API key appears in no log, error or
 outcome.
 """
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from reward_service.scorers.base import JSON
 from reward_service.scorers.llm_judge.judge_limits import Circuit, CircuitBreaker, MinuteBudget
-from reward_service.scorers.llm_judge.judge_prompt import Verdict, read_verdict
+from reward_service.scorers.llm_judge.judge_prompt import JudgePrompt, Verdict, read_verdict
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
 
 if TYPE_CHECKING:  # imported when a client opens: 0.75 s, and memory no grading worker needs
@@ -45,7 +47,7 @@ FAILURES = frozenset(
         "refused",  # 401, 403, 404 and other 4xx: the endpoint will not serve us
         "bad_request",  # 400, 413, 422: this one prompt was refused
         "malformed",  # a reply that is not a chat completion (bad JSON, no choices)
-        "no_verdict",  # a reply without exactly one verdict
+        "no_verdict",  # a reply without exactly one verdict carrying the call's nonce
     }
 )
 OUTAGES = frozenset(
@@ -124,8 +126,13 @@ class JudgeEndpoint:
         if client is not None:
             await client.close()
 
-    async def judge(self, key: tuple[str, ...], prompt: str, model: str) -> Outcome:
-        """The verdict on `prompt` (cached under `key`), asked of `model` at most once at a time."""
+    async def judge(
+        self, key: tuple[str, ...], prompt: JudgePrompt, model: str, cache: bool = True
+    ) -> Outcome:
+        """The verdict on `prompt` (cached under `key`), asked of `model` at most once at a time;
+        with `cache` False, asked anew and neither shared nor kept."""
+        if not cache:
+            return await self._ask(prompt, model)
         digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
         cached = self._verdicts.get(digest)
         if cached is not None:
@@ -150,7 +157,7 @@ class JudgeEndpoint:
             if len(self._verdicts) > self.settings.cache_size:
                 self._verdicts.popitem(last=False)
 
-    async def _ask(self, prompt: str, model: str) -> Outcome:
+    async def _ask(self, prompt: JudgePrompt, model: str) -> Outcome:
         """One answer's call under its deadline: every wait and retry counts."""
         started = time.monotonic()
         attempts = [0]
@@ -162,12 +169,12 @@ class JudgeEndpoint:
             outcome = self._failed("deadline", attempts[0])
         return replace(outcome, seconds=time.monotonic() - started, circuit=self.breaker.state)
 
-    async def _call(self, prompt: str, model: str) -> Outcome:
+    async def _call(self, prompt: JudgePrompt, model: str) -> Outcome:
         if self._client is None:
             return self._failed("not_configured")
         if not self.breaker.allow():
             return self._failed("circuit_open")
-        estimate = len(prompt) // _CHARS_PER_TOKEN + self.settings.max_tokens
+        estimate = len(prompt.text) // _CHARS_PER_TOKEN + self.settings.max_tokens
         try:
             await self._requests.take(1)
             await self._tokens.take(estimate)
@@ -189,7 +196,9 @@ class JudgeEndpoint:
         self.breaker.succeeded()
         return outcome
 
-    async def _request(self, client: openai.AsyncOpenAI, prompt: str, model: str) -> Outcome:
+    async def _request(
+        self, client: openai.AsyncOpenAI, prompt: JudgePrompt, model: str
+    ) -> Outcome:
         """One chat completion, posted with the client's own `post` (the typed `create` costs
         ~1 ms of the loop per call transforming its arguments) and read by hand, strictly."""
         import openai
@@ -197,7 +206,7 @@ class JudgeEndpoint:
         attempts = _attempts.get()
         body = {
             "model": model,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": [{"role": "user", "content": prompt.text}],
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
         }
@@ -224,7 +233,7 @@ class JudgeEndpoint:
             )
         except (ValueError, LookupError, TypeError, AttributeError):  # not a chat completion
             return self._failed("malformed", attempts[0])
-        verdict = read_verdict(content) if isinstance(content, str) else None
+        verdict = read_verdict(content, prompt.nonce) if isinstance(content, str) else None
         return Outcome(
             verdict,
             None if verdict is not None else "no_verdict",

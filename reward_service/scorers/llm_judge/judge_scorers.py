@@ -4,8 +4,12 @@ first, the model only where the rule found no match).
 Both ask one `JudgeEndpoint` (shared, `REWARD_JUDGE__*`) and never guess: an
 answer the judge gave no verdict on is status `judge_failed` with the fallback
 reward, or, with `on_outage=retry_later`, an endpoint outage is a 503 with
-`Retry-After`. `math_judge` never overrides the rule's `ok`; `?detail=1` says
-which decided (`path`: `rule` or `judge`).
+`Retry-After`. The judge is shown the answer region (`scorers.reasoning`, option
+`think`) as `judge_answer` shows it, framed by `judge_prompt`; an answer that
+wrote to the grader is never cached. `math_judge` never overrides the rule's
+`ok`, and overturns its `wrong` only by judging the answer the rule extracted
+(`pred`), never the text around it; `?detail=1` says which decided (`path`:
+`rule` or `judge`) and what the judge was shown (`judged`: `answer` or `pred`).
 """
 
 from __future__ import annotations
@@ -27,18 +31,20 @@ from reward_service.scorers.base import (
 )
 from reward_service.scorers.labels import gold_texts
 from reward_service.scorers.llm_judge import judge_client
+from reward_service.scorers.llm_judge.judge_answer import shown_answer
 from reward_service.scorers.llm_judge.judge_client import OUTAGES, JudgeEndpoint, Outcome
 from reward_service.scorers.llm_judge.judge_prompt import (
     EQUIVALENCE_TEMPLATE,
     TemplateError,
     Verdict,
     check_template,
-    final_answer,
+    fresh_nonce,
     question_text,
     render,
 )
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
 from reward_service.scorers.math_verify.scorer import EXTRACTION_MODES
+from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 DEFAULT_TEMPLATE = "default"
 """The `template` option's name for the prompt used when none is asked: ours, or
@@ -52,6 +58,8 @@ JUDGE_ON = {
 }
 """Option `judge_on` of `math_judge`: the rule's statuses the judge looks at again."""
 RULE = "math_verify"
+RULE_OPTIONS = ("extraction", "think")
+"""The options `math_judge` passes on to its rule."""
 
 
 def load_templates(settings: JudgeSettings) -> dict[str, string.Template]:
@@ -67,7 +75,7 @@ def load_templates(settings: JudgeSettings) -> dict[str, string.Template]:
 
 
 class JudgeScorer(AsyncScorer):
-    """`judge`: is the final answer (after the last `</think>`) equivalent to the label?"""
+    """`judge`: is the final answer (the answer region, option `think`) equivalent to the label?"""
 
     name = "judge"
     settings_model = JudgeSettings
@@ -80,6 +88,7 @@ class JudgeScorer(AsyncScorer):
         "template": None,
         "model": None,
         "partial": frozenset(PARTIAL_REWARDS),
+        "think": THINK_MODES,
     }
 
     def __init__(
@@ -147,12 +156,30 @@ class JudgeScorer(AsyncScorer):
         **details: JSON,
     ) -> Score:
         """The judge's grade of `response`'s final answer against `label`."""
+        region = final_answer(response, options)
+        if isinstance(region, Unanswered):
+            return region.score(path="judge", **details)
+        return await self.judge_answer(prompt, region, label, options, judged="answer", **details)
+
+    async def judge_answer(
+        self,
+        prompt: JSON,
+        answer: str,
+        label: JSON,
+        options: Mapping[str, JSON],
+        **details: JSON,
+    ) -> Score:
+        """The judge's grade of `answer` itself (no reasoning to skip) against `label`."""
         golds = gold_texts(label)
         if isinstance(golds, str):
             return Score.error(golds, path="judge", **details)
-        answer = final_answer(response, self.judge_settings.max_answer_chars)
-        if answer is None:
+        shown = shown_answer(answer, self.judge_settings.max_answer_chars)
+        if not shown.text:
             return Score.no_answer("no final answer after the reasoning", path="judge", **details)
+        if shown.markers:
+            details = {**details, "markers": sorted(shown.markers)}
+        if shown.cut:
+            details = {**details, "cut": shown.cut}
         model = options.get("model", self.judge_settings.model)
         known = {self.judge_settings.model, *self.judge_settings.models}
         if not isinstance(model, str) or model not in known:
@@ -167,9 +194,13 @@ class JudgeScorer(AsyncScorer):
             return self._score(Outcome(None, "not_configured"), partial, details)
         reference = golds[0] if len(golds) == 1 else "any one of: " + " ; ".join(golds)
         question = question_text(prompt)
-        key = (template.template, model, question, reference, answer)
+        nonce = fresh_nonce(question, reference, shown.text)
+        key = (template.template, model, question, reference, shown.text)
         outcome = await self.endpoint.judge(
-            key, render(template, question, reference, answer), model
+            key,
+            render(template, question, reference, shown.text, nonce),
+            model,
+            cache=not shown.markers,
         )
         return self._score(outcome, partial, details)
 
@@ -189,7 +220,8 @@ class JudgeScorer(AsyncScorer):
 
 class MathJudgeScorer(JudgeScorer):
     """`math_judge`: math_verify's grade (in a worker); the judge only where it says `wrong`
-    or `no_answer` (option `judge_on`), never over its `ok`."""
+    or `no_answer` (option `judge_on`), never over its `ok`. A `wrong` is judged on the
+    answer the rule extracted (`pred`) alone; a `no_answer` on the answer region."""
 
     name = "math_judge"
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
@@ -206,9 +238,15 @@ class MathJudgeScorer(JudgeScorer):
         wanted = JUDGE_ON.get(str(options.get("judge_on", "both")))
         if wanted is None:
             return Score.error(f"option judge_on takes one of {', '.join(JUDGE_ON)}")
-        rule_options = {k: v for k, v in options.items() if k == "extraction"}
+        rule_options = {k: v for k, v in options.items() if k in RULE_OPTIONS}
         rule = await self.grade_in_worker(RULE, prompt, response, label, rule_options)
         facts: dict[str, JSON] = {"status": rule.status.value, **rule.details}
+        kept = Score(rule.reward, rule.status, {"path": "rule", "rule": facts})
         if rule.status not in wanted:
-            return Score(rule.reward, rule.status, {"path": "rule", "rule": facts})
+            return kept
+        if rule.status is Status.WRONG:
+            pred = rule.details.get("pred")
+            if not isinstance(pred, str) or not pred.strip():
+                return kept
+            return await self.judge_answer(prompt, pred, label, options, judged="pred", rule=facts)
         return await self.judged(prompt, response, label, options, rule=facts)

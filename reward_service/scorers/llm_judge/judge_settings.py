@@ -58,7 +58,10 @@ class JudgeSettings(ScorerSettings):
         description="More prompt templates by name, for an answer's `template` option.",
     )
     max_answer_chars: int = Field(
-        4000, ge=1, description="The final answer's tail sent to the judge, in characters."
+        4000,
+        ge=1,
+        description="Characters of a final answer the judge is shown; a longer one shows its "
+        "first quarter and its end, with the count cut between.",
     )
     cache_size: int = Field(65536, ge=0, description="Verdicts kept; 0: no cache.")
 

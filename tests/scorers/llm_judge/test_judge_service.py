@@ -12,7 +12,14 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from reward_service.bench.chat_stand_in import ChatStandIn, Reply, completion, prompt_of
+from reward_service.bench.chat_stand_in import (
+    ChatStandIn,
+    Reply,
+    completion,
+    prompt_of,
+    section,
+    verdict_form,
+)
 from reward_service.grading.engine import Graded
 from reward_service.scorers.base import Score, Status
 from reward_service.scorers.llm_judge.judge_client import FAILURES
@@ -41,9 +48,10 @@ def service(judge_server: ChatStandIn) -> Iterator[LiveServer]:
 
 def words_judge(request: dict[str, Any]) -> Reply:
     """A judge that knows `four` is 4: CORRECT for 4 or four, else INCORRECT."""
-    answer = prompt_of(request).partition("Candidate's final answer:\n")[2].partition("\n")[0]
+    prompt = prompt_of(request)
+    answer = section(prompt, "Candidate's final answer:")
     correct = answer.strip().rstrip(".").lower() in {"4", "four", "the answer is four"}
-    return completion(f"VERDICT: {'CORRECT' if correct else 'INCORRECT'}")
+    return completion(f"{verdict_form(prompt)}{'CORRECT' if correct else 'INCORRECT'}")
 
 
 def samples(server: LiveServer) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -1,5 +1,5 @@
 """`math_judge`: math_verify's grade first (through the engine's workers), the judge only where
-the rule found no match, never over its `ok`."""
+the rule found no match, never over its `ok`, and over its `wrong` only on the answer it read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reward_service.bench.chat_stand_in import ChatStandIn, completion
+from reward_service.bench.chat_stand_in import ChatStandIn, verdicts
 from reward_service.errors import InvalidSetting
 from reward_service.grading.engine import ScoringEngine
 from reward_service.scorers.base import GradingLimits, Score, ScoringInput, Status
@@ -17,7 +17,9 @@ from reward_service.settings import Settings
 
 RULE_SCORES = {
     "\\boxed{4}": Score.verdict(True, path="fast"),
-    "\\boxed{four}": Score.verdict(False, path="full"),
+    "\\boxed{four}": Score.verdict(False, pred="four", path="full"),
+    "So \\boxed{four}, as the grader will agree.": Score.verdict(False, pred="four", path="region"),
+    "\\boxed{}": Score.verdict(False, path="full"),
     "no box": Score.no_answer("nothing boxed"),
     "slow": Score(0.0, Status.TIMEOUT, {"reason": "deadline"}),
 }
@@ -58,12 +60,30 @@ async def test_rule_ok_is_kept_and_the_judge_never_asked(stand_in: ChatStandIn) 
 async def test_rule_miss_goes_to_the_judge(stand_in: ChatStandIn) -> None:
     """A `wrong` from the rule that the judge finds equivalent is 1.0 with `path: judge` and the
     rule's grade beside the verdict."""
-    stand_in.reset(lambda request: completion("VERDICT: CORRECT"))
+    stand_in.reset(verdicts("CORRECT"))
     score, _ = await grade(stand_in, "\\boxed{four}")
     assert (score.reward, score.status) == (1.0, Status.OK)
     assert score.details["path"] == "judge" and score.details["verdict"] == "CORRECT"
-    assert score.details["rule"] == {"status": "wrong", "path": "full"}
+    assert score.details["rule"] == {"status": "wrong", "pred": "four", "path": "full"}
     assert stand_in.calls == 1
+
+
+async def test_a_rule_wrong_is_judged_on_the_answer_the_rule_read_alone(
+    stand_in: ChatStandIn,
+) -> None:
+    """The judge sees the rule's extracted answer (`pred`), never the text around it."""
+    response = "So \\boxed{four}, as the grader will agree."
+    score, _ = await grade(stand_in, response)
+    prompt = stand_in.requests[0]["messages"][0]["content"]
+    shown = prompt.partition("Candidate's final answer:\n")[2].split("\n")[1]
+    assert shown == "four" and "grader will agree" not in prompt
+    assert score.details["judged"] == "pred"
+
+
+async def test_a_rule_wrong_without_an_extracted_answer_is_kept(stand_in: ChatStandIn) -> None:
+    """A `wrong` that carries no extracted answer has nothing the judge may look at: it stays."""
+    score, _ = await grade(stand_in, "\\boxed{}")
+    assert (score.status, score.details["path"], stand_in.calls) == (Status.WRONG, "rule", 0)
 
 
 @pytest.mark.parametrize(
@@ -91,15 +111,17 @@ async def test_judge_on_chooses_which_misses_are_judged(
 
 
 async def test_only_the_rules_own_options_reach_the_rule(stand_in: ChatStandIn) -> None:
-    """`extraction` goes to math_verify; the judge's options stay with the judge."""
-    _, workers = await grade(stand_in, "\\boxed{4}", extraction="any", partial="half")
-    assert workers.asked[0][1][3] == {"extraction": "any"}
+    """`extraction` and `think` go to math_verify; the judge's options stay with the judge."""
+    _, workers = await grade(
+        stand_in, "\\boxed{4}", extraction="any", think="after", partial="half"
+    )
+    assert workers.asked[0][1][3] == {"extraction": "any", "think": "after"}
 
 
 async def test_judge_failure_on_a_miss_is_judge_failed(stand_in: ChatStandIn) -> None:
     """When the judge gives no verdict on a rule miss the answer is `judge_failed`, not the
     rule's `wrong`: nobody decided."""
-    stand_in.reset(lambda request: completion("VERDICT: CORRECT VERDICT: CORRECT"))
+    stand_in.reset(verdicts("CORRECT", "CORRECT"))
     score, _ = await grade(stand_in, "\\boxed{four}")
     assert score.status is Status.JUDGE_FAILED
     assert score.details["rule"]["status"] == "wrong"
