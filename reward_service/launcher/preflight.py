@@ -1,14 +1,19 @@
 """Preflight: refuse to start a GPU job against a reward service that is down or wrong.
 
-Three steps, each failing with a `PreflightError` whose message says what is
+Four steps, each failing with a `PreflightError` whose message says what is
 wrong and gives a `curl` line to check it by hand:
 
 1. the URL's host resolves (a wrong Service name or namespace fails here, at
    once: a name that does not resolve will not start resolving during the wait);
 2. `/readyz` answers 200 within a bounded wait, with progress lines meanwhile
    (a Service that exists but has no ready pod yet is worth waiting for);
-3. a known-correct and a known-wrong answer, posted exactly as SLIME posts them
-   to the exact URL SLIME will use, are graded 1 and 0.
+3. the service serves the URL's scorer and its start-up check passed (an
+   unconfigured judge, missing checker data or a sandbox that did not start is
+   named here, with the setting that fixes it, from `/scorers`);
+4. a known-correct and a known-wrong answer, posted exactly as SLIME posts them
+   to the exact URL SLIME will use, are graded 1 and 0, and, asked for details,
+   with status `ok` and `wrong`: a reward of 0 that is really a failure
+   (`judge_failed`, `error`) is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ import httpx
 
 from reward_service.errors import RewardServiceError
 from reward_service.launcher.config import CLIENT_NAMESPACE_LABEL, SERVICE, SERVICE_NAMESPACE
-from reward_service.launcher.urls import CLUSTER_DOMAIN, readyz_url
+from reward_service.launcher.urls import (
+    CLUSTER_DOMAIN,
+    readyz_url,
+    scorers_url,
+    url_scorer,
+    with_detail,
+)
 from reward_service.redaction import redact
 
 Say = Callable[[str], None]
@@ -44,11 +55,12 @@ class PreflightError(RewardServiceError):
 
 @dataclass(frozen=True)
 class Probe:
-    """One sample with the reward a working math scorer must give it."""
+    """One sample with the reward, and the status, a working math scorer must give it."""
 
     name: str
     body: Mapping[str, str]
     expected: float
+    status: str
 
 
 PROBES = (
@@ -56,11 +68,13 @@ PROBES = (
         "known-correct",
         {"prompt": "What is 1 + 1?", "response": "1 + 1 = 2, so \\boxed{2}", "label": "2"},
         1.0,
+        "ok",
     ),
     Probe(
         "known-wrong",
         {"prompt": "What is 1 + 1?", "response": "1 + 1 = 3, so \\boxed{3}", "label": "2"},
         0.0,
+        "wrong",
     ),
 )
 
@@ -160,8 +174,60 @@ def _reward_of(value: Any, reward_key: str | None) -> float:
     return float(value)
 
 
+def _said(answer: httpx.Response) -> str:
+    """What an answer that is not a reward says: its JSON `error`/`detail`, whole, else the
+    start of its body."""
+    try:
+        body = answer.json()
+    except ValueError:
+        return repr(answer.text[:300])
+    if isinstance(body, dict):
+        for key in ("error", "detail"):
+            if isinstance(body.get(key), str):
+                return str(body[key])
+    return repr(answer.text[:300])
+
+
+def check_scorer(client: httpx.Client, url: str) -> None:
+    """Fail when the service does not serve the URL's scorer or its start-up check failed,
+    naming the check's own reason (the setting to set). A service without `/scorers` (an
+    older one, a stand-in) is left to the probes."""
+    try:
+        listing = client.get(scorers_url(url)).json()
+    except (httpx.TransportError, ValueError):
+        return
+    if not isinstance(listing, dict) or not isinstance(listing.get("scorers"), list):
+        return
+    name = url_scorer(url) or listing.get("default")
+    if name not in listing["scorers"]:
+        known = ", ".join(map(str, listing["scorers"]))
+        raise PreflightError(
+            f"{redact(url)} names scorer {name!r}, which this service does not serve; "
+            f"it serves: {known}"
+        )
+    checks = listing.get("checks")
+    check = checks.get(str(name).removeprefix("boxed_")) if isinstance(checks, dict) else None
+    if isinstance(check, dict) and check.get("ok") is False:
+        raise PreflightError(
+            f"scorer {name!r} failed its start-up check on the service: {check.get('summary')}\n"
+            "  its answers would get the fallback reward and training would learn nothing; "
+            "fix the service's settings and restart it.\n"
+            f"  check by hand: {curl_line(scorers_url(url))}"
+        )
+
+
+def _detail(client: httpx.Client, url: str, probe: Probe) -> Mapping[str, Any] | None:
+    """The probe's detail object (`?detail=1`), or None when the service gives none."""
+    try:
+        answer = client.post(with_detail(url), json=dict(probe.body))
+        detail = answer.json()
+    except (httpx.TransportError, ValueError):
+        return None
+    return detail if isinstance(detail, dict) and "status" in detail else None
+
+
 def check_probe(client: httpx.Client, url: str, probe: Probe, reward_key: str | None) -> None:
-    """Post one probe as SLIME would and insist on its expected reward."""
+    """Post one probe as SLIME would and insist on its expected reward, then on its status."""
     how = f"  check by hand: {curl_line(url, probe.body)}"
     try:
         answer = client.post(url, json=dict(probe.body))
@@ -179,7 +245,7 @@ def check_probe(client: httpx.Client, url: str, probe: Probe, reward_key: str | 
     if answer.status_code != 200:
         raise PreflightError(
             f"{redact(url)} answered the {probe.name} sample with HTTP {answer.status_code}: "
-            f"{answer.text[:300]!r}; SLIME retries this and then stops training.\n{how}"
+            f"{_said(answer)}; SLIME retries this and then stops training.\n{how}"
         )
     if "json" not in answer.headers.get("content-type", ""):
         raise PreflightError(
@@ -190,12 +256,22 @@ def check_probe(client: httpx.Client, url: str, probe: Probe, reward_key: str | 
         reward = _reward_of(answer.json(), reward_key)
     except ValueError as exc:
         raise PreflightError(f"{redact(url)} {exc} for the {probe.name} sample.\n{how}") from None
+    detail = _detail(client, url, probe)
+    status = None if detail is None else detail.get("status")
+    why = f" (status {status}: {detail.get('reason', 'no reason given')})" if detail else ""
     if reward != probe.expected:
         raise PreflightError(
             f"{redact(url)} graded the {probe.name} sample {reward:g}, expected "
-            f"{probe.expected:g}: the scorer behind this URL does not grade math answers "
+            f"{probe.expected:g}{why}: the scorer behind this URL does not grade math answers "
             "(wrong scorer in the URL?) or is broken; training against it would learn nothing.\n"
             f"{how}"
+        )
+    if status is not None and status != probe.status:
+        raise PreflightError(
+            f"{redact(url)} gave the {probe.name} sample {reward:g} with status {status}, "
+            f"not {probe.status}{why}: that reward is a failure's fallback, not a grade; "
+            f"training against it would learn nothing.\n  check by hand: "
+            f"{curl_line(with_detail(url), probe.body)}"
         )
 
 
@@ -213,6 +289,7 @@ def run_preflight(
     check_resolves(url)
     with httpx.Client(timeout=30.0) as client:
         wait_ready(client, url, wait_s, interval_s, say)
+        check_scorer(client, url)
         if check_grading:
             for probe in PROBES:
                 check_probe(client, url, probe, reward_key)

@@ -6,7 +6,7 @@ every URL here is the one SLIME will use, or one derived from it.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from reward_service.launcher.config import ConfigError, LaunchConfig
 
@@ -64,6 +64,19 @@ def batch_url(url: str) -> str:
     """The batch endpoint beside a scoring URL: `/score[/<scorer>]/batch`, query kept."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/batch"))
+
+
+def scorers_url(url: str) -> str:
+    """The service's `/scorers` listing, on the scoring URL's host and port."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/scorers", "", ""))
+
+
+def url_scorer(url: str) -> str | None:
+    """The scorer a scoring URL names (`/score/<scorer>`); None for plain `/score` (the
+    service's default) or a URL that is not `/score…`."""
+    segments = urlsplit(url).path.rstrip("/").split("/")
+    return unquote(segments[-1]) if len(segments) >= 2 and segments[-2] == "score" else None
 
 
 def scorer_url(url: str, scorer: str) -> str | None:

@@ -135,3 +135,35 @@ def test_skip_grading_only_waits(stand_in: StandIn) -> None:
     """With grading skipped, a ready service passes without any sample posted."""
     _preflight(f"{stand_in.url}/score", [], check_grading=False)
     assert stand_in.paths("POST") == []
+
+
+@pytest.mark.parametrize("scorer", ["judge", "math_judge", "boxed_math_judge"])
+def test_an_unconfigured_judge_is_named_with_its_setting(reward_url: str, scorer: str) -> None:
+    """Against a service with no judge endpoint, a judge URL fails on the scorer's start-up
+    check, naming the variable to set, not the URL."""
+    with pytest.raises(PreflightError, match="REWARD_JUDGE__BASE_URL") as failure:
+        _preflight(f"{reward_url}/score/{scorer}", [])
+    assert f"scorer {scorer!r} failed its start-up check" in str(failure.value)
+    assert "wrong scorer in the URL" not in str(failure.value)
+
+
+def test_an_unknown_scorer_is_refused_with_every_known_name(reward_url: str) -> None:
+    """A URL naming a scorer the service lacks fails listing the ones it serves, uncut."""
+    with pytest.raises(PreflightError, match="names scorer 'nonesuch'") as failure:
+        _preflight(f"{reward_url}/score/nonesuch", [])
+    assert str(failure.value).rstrip().endswith("random, run_code")
+
+
+def test_a_zero_that_is_a_failure_is_not_a_wrong_grade(stand_in: StandIn) -> None:
+    """A service giving the known-wrong sample 0 with status `judge_failed` is refused: the
+    detail answer's status must be `wrong`."""
+    stand_in.route("/score", lambda body: Reply(200, grade_like_math(body)))
+
+    def detailed(body: dict[str, str]) -> Reply:
+        if grade_like_math(body):
+            return Reply(200, {"reward": 1.0, "status": "ok"})
+        return Reply(200, {"reward": 0.0, "status": "judge_failed", "reason": "judge failed: x"})
+
+    stand_in.route("/score?detail=1", detailed)
+    with pytest.raises(PreflightError, match="status judge_failed, not wrong"):
+        _preflight(f"{stand_in.url}/score", [])
