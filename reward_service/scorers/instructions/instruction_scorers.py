@@ -9,8 +9,11 @@ itself. The response graded is its answer region, read as every scorer reads it
 reward: 1.0 when every instruction passes the strict check, else 0.0),
 `loose` (every one passes the loose check), `partial` and `partial_loose`
 (the fraction that pass). `?detail=1` lists each instruction's strict and loose
-verdicts. An unknown instruction id, arguments a checker refuses and data a
-checker lacks are `error`, naming them, never a silent 0.0.
+verdicts; the loose check runs only for the loose rewards (up to seven more checks
+of each instruction the strict check failed), so under `strict` and `partial` a
+loose verdict is given only where the strict one passed. An unknown instruction
+id, arguments a checker refuses and data a checker lacks are `error`, naming them,
+never a silent 0.0.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_
 from reward_service.scorers.reasoning import STRICT, THINK_MODES, Unanswered, answer_region
 
 REWARDS = frozenset({"strict", "loose", "partial", "partial_loose"})
+LOOSE_REWARDS = frozenset({"loose", "partial_loose"})
+NOT_COMPUTED = "not computed where the strict check failed: reward=loose or partial_loose does"
+"""The details' `loose_verdicts` under a strict reward, whose loose verdicts are null there."""
 
 
 class InstructionScorer(Scorer):
@@ -117,15 +123,17 @@ class InstructionScorer(Scorer):
             return text.score(record_id=instructions.record_id)
         if not text.strip():
             return Score.no_answer("empty response", record_id=instructions.record_id)
+        loose = reward in LOOSE_REWARDS
         try:
-            followed = follow(checkers, instructions, text)
+            followed = follow(checkers, instructions, text, loose=loose)
         except CannotCheck as exc:
             return Score.error(str(exc), record_id=instructions.record_id)
-        passed = [f.loose if reward in ("loose", "partial_loose") else f.strict for f in followed]
+        passed = [bool(f.loose) if loose else f.strict for f in followed]
         everything = all(passed)
         value = sum(passed) / len(passed) if reward.startswith("partial") else float(everything)
         details = {
             "instructions": [f.detail() for f in followed],
+            **({} if loose else {"loose_verdicts": NOT_COMPUTED}),
             "record_id": instructions.record_id,
         }
         return Score(value, Status.OK if everything else Status.WRONG, details)

@@ -9,6 +9,7 @@ import pytest
 from reward_service.scorers.base import JSON, GradingLimits, Status
 from reward_service.scorers.instructions import checkers
 from reward_service.scorers.instructions.instruction_scorers import (
+    NOT_COMPUTED,
     IfBenchScorer,
     IfEvalScorer,
 )
@@ -46,16 +47,33 @@ def test_rewards(response: str, options: Mapping[str, JSON], reward: float, stat
     assert (result.reward, result.status) == (reward, status)
 
 
-def test_detail_lists_each_instructions_verdicts() -> None:
-    """The details hold each instruction's strict and loose verdict, in order, and record_id."""
+@pytest.mark.parametrize("reward", ["loose", "partial_loose"])
+def test_detail_lists_each_instructions_verdicts(reward: str) -> None:
+    """Under a loose reward the details hold each instruction's strict and loose verdict, in
+    order, and record_id."""
     label = {**TWO, "record_id": 12}
-    result = IFEVAL.score("", "Sure!\nall lower, here\nbye", label, {})
+    result = IFEVAL.score("", "Sure!\nall lower, here\nbye", label, {"reward": reward})
     assert result.details == {
         "instructions": [
             {"id": LOWER, "strict": False, "loose": True},
             {"id": COMMA, "strict": False, "loose": False},
         ],
         "record_id": 12,
+    }
+
+
+@pytest.mark.parametrize("reward", ["strict", "partial"])
+def test_strict_rewards_leave_failed_loose_verdicts_uncomputed(reward: str) -> None:
+    """Under a strict reward a loose verdict is null where the strict check failed (a strict
+    pass is a loose pass), and the details say the loose check was not run."""
+    result = IFEVAL.score("", "Sure!\nall lower here\nbye", TWO, {"reward": reward})
+    assert result.details == {
+        "instructions": [
+            {"id": LOWER, "strict": False, "loose": None},
+            {"id": COMMA, "strict": True, "loose": True},
+        ],
+        "loose_verdicts": NOT_COMPUTED,
+        "record_id": None,
     }
 
 

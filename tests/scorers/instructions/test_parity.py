@@ -54,7 +54,7 @@ def _ours(row: dict[str, Any], response: str) -> list[tuple[bool, bool]] | None:
     instructions = read_instructions({**label, "prompt_text": row["prompt"]}, {})
     assert instructions is not None
     try:
-        followed = follow(checkers.load("ifbench"), instructions, response)
+        followed = follow(checkers.load("ifbench"), instructions, response, loose=True)
     except CannotCheck:
         return None
     return [(f.strict, f.loose) for f in followed]
