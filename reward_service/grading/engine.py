@@ -245,10 +245,10 @@ class ScoringEngine:
                 continue
             self.checks[name] = check
             extra = {"scorer": name, "check": check.report()}
-            if check.ok:
-                log.info("%s start-up check: %s", name, check.summary, extra=extra)
-            else:
-                log.error("%s start-up check failed: %s", name, check.summary, extra=extra)
+            outcome = "failed" if check.configured else "not configured"
+            said = "start-up check" if check.ok else f"start-up check {outcome}"
+            level = logging.getLevelNamesMapping()[check.level.upper()]
+            log.log(level, "%s %s: %s", name, said, check.summary, extra=extra)
 
     def _check_scorer_options(self) -> None:
         """Stop start-up when `scorer_options` names an unknown scorer, option or value."""

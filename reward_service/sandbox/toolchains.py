@@ -104,7 +104,7 @@ class Toolchain:
         for tool in self.tools:
             where = which(tool, path)
             if where is None:
-                return f"{tool} not found in PATH"
+                return f"{tool} not found in the toolchain path"
             tools[tool] = os.path.realpath(where)
         return Found(tools, [])
 
@@ -173,7 +173,7 @@ class Rust(Toolchain):
     def discover(self, path: str) -> Found | str:
         proxy = which("rustc", path)
         if proxy is None:
-            return "rustc not found in PATH"
+            return "rustc not found in the toolchain path"
         try:
             done = run_tool(
                 [proxy, "--print", "sysroot"], {"PATH": path, "HOME": os.path.expanduser("~")}

@@ -117,9 +117,29 @@ class StartupCheck:
     """A failed required check stops start-up; an optional one leaves the scorer grading
     `error` while the others serve."""
     details: Mapping[str, JSON] = field(default_factory=dict)
+    configured: bool = True
+    """False: the scorer is off only for want of a setting, which `summary` names (an
+    optional scorer nobody configured: logged at info, not as an error)."""
+    degraded: bool = False
+    """True: it serves, without parts that `summary` names (missing toolchains: a warning)."""
+
+    @property
+    def level(self) -> str:
+        """How loud the start-up log is about it: `error` for a configured scorer that
+        failed, `warning` for one serving in part, `info` otherwise."""
+        if not self.ok:
+            return "error" if self.configured else "info"
+        return "warning" if self.degraded else "info"
 
     def report(self) -> dict[str, JSON]:
-        return {"ok": self.ok, "required": self.required, "summary": self.summary, **self.details}
+        return {
+            "ok": self.ok,
+            "required": self.required,
+            "configured": self.configured,
+            "degraded": self.degraded,
+            "summary": self.summary,
+            **self.details,
+        }
 
 
 class ScorerBase(abc.ABC):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from reward_service.grading.sample import Sample
 from reward_service.sandbox import Sandbox
 from reward_service.sandbox.zygote_client import ZYGOTE
 from reward_service.scorers import GradingLimits, Scorer, ScorerRegistry
+from reward_service.scorers.base import StartupCheck
 from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.exact import ExactScorer
 from reward_service.settings import Settings
 from reward_service.testing import _children, live_server
 from tests.conftest import FAKE_SCORER
@@ -126,6 +129,38 @@ def test_the_engine_runs_each_scorers_start_up_check_once() -> None:
     """The code scorer's check reports its sandbox's layers before the engine serves."""
     check = _checked().checks["code"]
     assert check.ok and {"process", "rlimits"} <= set(check.details["layers"]), check
+
+
+@pytest.mark.parametrize(
+    ("check", "level", "said"),
+    [
+        (StartupCheck(True, "fine"), logging.INFO, "start-up check: fine"),
+        (StartupCheck(True, "no go", degraded=True), logging.WARNING, "start-up check: no go"),
+        (
+            StartupCheck(False, "set X", configured=False),
+            logging.INFO,
+            "start-up check not configured: set X",
+        ),
+        (StartupCheck(False, "broken"), logging.ERROR, "start-up check failed: broken"),
+    ],
+    ids=["ok", "degraded", "not-configured", "failed"],
+)
+def test_a_start_up_check_is_logged_as_loud_as_it_matters(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    check: StartupCheck,
+    level: int,
+    said: str,
+) -> None:
+    """An optional scorer nobody configured is info, one serving in part a warning, a
+    configured one that failed an error."""
+    monkeypatch.setattr(
+        ExactScorer, "startup_check", classmethod(lambda cls, settings, limits: check)
+    )
+    with caplog.at_level(logging.INFO, logger="reward_service"):
+        _checked()
+    [record] = [r for r in caplog.records if r.getMessage().startswith("exact ")]
+    assert (record.levelno, record.getMessage()) == (level, f"exact {said}")
 
 
 def test_a_required_sandbox_layer_that_cannot_be_had_stops_start_up() -> None:

@@ -142,13 +142,15 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
     toolchains.update((k, closed[k]) for k in toolchains if isinstance(closed.get(k), str))
     found = {k: v.version for k, v in sorted(toolchains.items()) if isinstance(v, Found)}
     missing = {k: v for k, v in sorted(toolchains.items()) if isinstance(v, str)}
-    summary = f"sandbox layers: {', '.join(layers)}; languages: python, {', '.join(found)}"
+    summary = f"sandbox layers: {', '.join(layers)}; languages: {', '.join(['python', *found])}"
     if missing:
-        summary += "; not graded (answers are errors): " + ", ".join(
-            f"{language} ({why})" for language, why in missing.items()
+        summary += (
+            "; not graded (answers are errors): "
+            + ", ".join(f"{language} ({why})" for language, why in missing.items())
+            + "; install them, or point REWARD_CODE__TOOLCHAIN_PATH at them"
         )
     details = {"layers": layers, "toolchains": found, "missing_toolchains": missing, "pch": pch}
-    return StartupCheck(True, summary, required, details)
+    return StartupCheck(True, summary, required, details, degraded=bool(missing))
 
 
 def prepare_pch(settings: CodeSettings) -> str:

@@ -208,7 +208,7 @@ def test_the_start_up_check_names_each_missing_toolchain() -> None:
     settings = CodeSettings(toolchain_path="/nonexistent", pch_dir="")
     check = check_sandbox(settings, GradingLimits())
     assert check.ok and "not graded" in check.summary, check.summary
-    assert check.details["missing_toolchains"]["cpp"] == "g++ not found in PATH"
+    assert check.details["missing_toolchains"]["cpp"] == "g++ not found in the toolchain path"
     assert check.details["toolchains"] == {}
 
 
