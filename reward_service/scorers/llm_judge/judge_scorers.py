@@ -122,6 +122,7 @@ class JudgeScorer(AsyncScorer):
                 False,
                 "no judge endpoint: set REWARD_JUDGE__BASE_URL and REWARD_JUDGE__MODEL; "
                 "until then answers are judge_failed",
+                configured=False,
             )
         details: dict[str, JSON] = {
             "base_url": redact(settings.base_url),

@@ -296,10 +296,12 @@ async def test_tokens_per_minute_budget_counts_prompt_and_reply(stand_in: ChatSt
 
 async def test_no_endpoint_is_judge_failed_and_an_optional_failed_check() -> None:
     """Without a base URL or a model nothing is called: answers are `judge_failed`
-    (`not_configured`) and the start-up check fails without stopping the service."""
+    (`not_configured`) and the start-up check fails without stopping the service, as a scorer
+    nobody configured (logged at info)."""
     blank = JudgeSettings()
     check = JudgeScorer.startup_check(blank, LIMITS)
     assert check is not None and not check.ok and not check.required
+    assert not check.configured and check.level == "info"
     for settings in (blank, JudgeSettings(base_url="http://127.0.0.1:9/v1")):
         scorer = JudgeScorer(LIMITS, settings)
         await scorer.open()
