@@ -50,8 +50,8 @@ _INVISIBLE = re.compile(
 
 _LOOK_ALIKES = dict(
     zip(
-        "АВЕЅІЈКМНОРСТХУаеіјорсхуѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧονρτυχ",
-        "ABESIJKMHOPCTXYaeijopcxysdqwABEZHIKMNOPTYXovptux",
+        "АВЕЅІЈКМНОРСТХУаеіјорсхуѕԁԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧονρτυχ\u2018\u2019\u02bc",
+        "ABESIJKMHOPCTXYaeijopcxysdqwABEZHIKMNOPTYXovptux'''",
         strict=True,
     )
 )
@@ -59,7 +59,8 @@ _LOOK_ALIKES = dict(
 
 def _fold_table() -> dict[int, str]:
     """One character for one: full-width and mathematical letters and digits as ASCII, and
-    the look-alikes above, so that spans found in the fold are spans of the original."""
+    the look-alikes above (curly apostrophes too), so that spans found in the fold are spans
+    of the original."""
     table = {ord(char): latin for char, latin in _LOOK_ALIKES.items()}
     for point in [*range(0xFF01, 0xFF5F), *range(0x1D400, 0x1D800)]:
         folded = unicodedata.normalize("NFKC", chr(point))
