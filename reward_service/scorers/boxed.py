@@ -34,7 +34,7 @@ from reward_service.scorers.base import (
     ScoringInput,
 )
 from reward_service.scorers.math_dataset import closing_brace
-from reward_service.scorers.reasoning import Unanswered, final_answer
+from reward_service.scorers.reasoning import KEEP, Unanswered, final_answer
 
 BOXED_PREFIX = "boxed_"
 _BOX = "\\boxed"
@@ -45,6 +45,13 @@ def boxed_content(response: str, options: Mapping[str, JSON] = NO_OPTIONS) -> st
     region, else ""."""
     region = final_answer(response, options)
     return "" if isinstance(region, Unanswered) else _last_box(region)
+
+
+def _inner(options: Mapping[str, JSON], inner: type[ScorerBase]) -> Mapping[str, JSON]:
+    """The options an inner scorer reading `think` gets: the box's content is the answer
+    region already, so it is read whole (`think=keep`), never as a response whose reasoning
+    never closed."""
+    return {**options, "think": KEEP} if "think" in inner.options else options
 
 
 def _last_box(response: str) -> str:
@@ -79,12 +86,14 @@ class BoxedScorer(Scorer):
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
-        return self.scorer.score(prompt, boxed_content(response, options), label, options)
+        return self.scorer.score(
+            prompt, boxed_content(response, options), label, _inner(options, self.inner)
+        )
 
     def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
         return self.scorer.score_many(
             [
-                (prompt, boxed_content(response, opts), label, opts)
+                (prompt, boxed_content(response, opts), label, _inner(opts, self.inner))
                 for prompt, response, label, opts in items
             ]
         )
@@ -94,7 +103,7 @@ class BoxedScorer(Scorer):
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
         """The inner scorer's screen, on what it will grade: linear, as both steps are."""
-        return cls.inner.screen(boxed_content(response, options), label, options)
+        return cls.inner.screen(boxed_content(response, options), label, _inner(options, cls.inner))
 
 
 class BoxedAsyncScorer(AsyncScorer):
@@ -117,13 +126,15 @@ class BoxedAsyncScorer(AsyncScorer):
     ) -> Score:
         if not isinstance(response, str):
             return Score.error("response is not a string")
-        return await self.scorer.score(prompt, boxed_content(response, options), label, options)
+        return await self.scorer.score(
+            prompt, boxed_content(response, options), label, _inner(options, self.inner)
+        )
 
     @classmethod
     def screen(
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
-        return cls.inner.screen(boxed_content(response, options), label, options)
+        return cls.inner.screen(boxed_content(response, options), label, _inner(options, cls.inner))
 
 
 @functools.cache

@@ -183,3 +183,16 @@ def test_a_hack_earns_what_the_honest_answer_without_it_earns(hack: Hack) -> Non
     assert score.reward == hack.reward, score
     if hack.reward <= 0:
         assert score.status is not Status.OK, score
+
+
+@pytest.mark.parametrize("name", ["boxed_f1", "boxed_exact", "boxed_gpqa"])
+def test_a_boxed_scorer_reads_the_box_whole_in_every_mode(name: str) -> None:
+    """`boxed_<type>` finds the box in the answer region the mode reads, then grades its content
+    whole: `think=required` does not call the content itself truncated."""
+    label = "B" if name == "boxed_gpqa" else "42"
+    box = f"<think>x</think>so \\boxed{{{label}}}"
+    for mode in ("strict", "required", "after", "keep"):
+        assert grade(Hack(name, box, label, 1.0, {"think": mode})).reward == 1.0, mode
+    assert (
+        grade(Hack(name, f"so \\boxed{{{label}}}", label, 0.0, {"think": "required"})).reward == 0
+    )
