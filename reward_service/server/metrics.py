@@ -32,6 +32,9 @@ _JUDGE_FAILURES = frozenset(
     | {"server_error", "refused", "bad_request", "malformed", "no_verdict"}
 )
 _CIRCUIT_STATES = ("closed", "half_open", "open")
+_MARKERS = frozenset({"invisible", "verdict", "instruction", "prompt", "chat"})
+"""The kinds of grader-addressed text a judge scorer removes from an answer (`markers`)."""
+_RULE_MISSES = frozenset({"wrong", "no_answer"})
 _OTHER = "other"
 
 
@@ -114,6 +117,18 @@ class ServiceMetrics:
             ["scorer", "state"],
             registry=r,
         )
+        self.judge_markers = Counter(
+            "reward_judge_answer_markers",
+            "Answers shown to the judge with text addressed to the grader removed, by kind.",
+            ["scorer", "kind"],
+            registry=r,
+        )
+        self.judge_overturns = Counter(
+            "reward_judge_overturns",
+            "math_judge answers the rule graded wrong or no_answer and the judge paid.",
+            ["scorer"],
+            registry=r,
+        )
         self.rejected = Counter(
             "reward_rejected_requests",
             "Requests refused before grading, by reason.",
@@ -158,6 +173,14 @@ class ServiceMetrics:
         judge = details.get("judge")
         if isinstance(judge, dict):
             self._record_judge(scorer, judge)
+        markers = details.get("markers")
+        if isinstance(markers, list):
+            for kind in {_known(marker, _MARKERS) for marker in markers[: len(_MARKERS) + 1]}:
+                self._child(self.judge_markers, scorer, kind).inc()
+        rule = details.get("rule")
+        overturned = isinstance(rule, dict) and rule.get("status") in _RULE_MISSES
+        if path == "judge" and overturned and graded.score.reward > 0:
+            self._child(self.judge_overturns, scorer).inc()
 
     def _record_judge(self, scorer: str, judge: dict[str, Any]) -> None:
         """Count what one answer cost at the judge endpoint; numbers only, kinds from a set."""

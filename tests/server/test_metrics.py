@@ -139,6 +139,32 @@ def test_scorer_reported_facts_outside_known_values_count_as_other() -> None:
     }
 
 
+def test_judge_markers_and_overturns_are_counted_in_fixed_kinds() -> None:
+    """Grader-addressed text a judge removed counts by kind (unknown kinds as `other`, one per
+    answer), and a math_judge answer the rule missed and the judge paid counts as overturned."""
+    metrics = ServiceMetrics()
+    flagged = {"path": "judge", "markers": ["verdict", "instruction", "made-up"] * 50}
+    metrics.record(Graded(Score(0.0, Status.WRONG, flagged), "judge", 1.0))
+    overturned = {"path": "judge", "rule": {"status": "wrong"}}
+    metrics.record(Graded(Score(1.0, Status.OK, overturned), "math_judge", 1.0))
+    agreed = {"path": "judge", "rule": {"status": "wrong"}}
+    metrics.record(Graded(Score(0.0, Status.WRONG, agreed), "math_judge", 1.0))
+    metrics.record(Graded(Score(1.0, Status.OK, {"path": "rule"}), "math_judge", 1.0))
+    samples = {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(metrics.exposition().decode())
+        for sample in family.samples
+        if sample.name in ("reward_judge_answer_markers_total", "reward_judge_overturns_total")
+    }
+    markers = "reward_judge_answer_markers_total"
+    assert samples == {
+        (markers, frozenset({("scorer", "judge"), ("kind", "verdict")})): 1,
+        (markers, frozenset({("scorer", "judge"), ("kind", "instruction")})): 1,
+        (markers, frozenset({("scorer", "judge"), ("kind", "other")})): 1,
+        ("reward_judge_overturns_total", frozenset({("scorer", "math_judge")})): 1,
+    }
+
+
 async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:
     """An ASGI app that does nothing, for driving the middleware alone."""
 
