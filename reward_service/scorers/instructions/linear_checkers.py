@@ -5,9 +5,9 @@ and `detectable_content:postscript`, and IFBench's `custom:mcq_count_length`, se
 with patterns that backtrack over a run of `[`, spaces or newlines once per position
 in it: 40 kB of them held a worker for seconds. The scorers use the official classes
 (their arguments, descriptions and errors) with `check_following` replaced by a
-function here that gives the same verdict in one pass; `tests/scorers/instructions/
-test_linear_checkers.py` compares each with the official one on the published data
-and on generated adversarial shapes.
+function here that gives the same verdict in one pass (`checkers.load`);
+`tests/scorers/instructions/test_linear_checkers.py` compares each with the official
+one on the published data and on generated adversarial shapes.
 """
 
 from __future__ import annotations
@@ -170,17 +170,3 @@ LINEAR: Mapping[str, Mapping[str, Check]] = {
     "ifbench": {"custom:mcq_count_length": lambda checker, value: follows_mcq(value)},
 }
 """By benchmark and instruction id, the linear `check_following` that replaces the official."""
-
-
-def with_linear_checks(benchmark: str, registry: Mapping[str, Any]) -> dict[str, Any]:
-    """`registry` with each checker named in `LINEAR` replaced by a subclass of the official
-    class whose `check_following` is the linear one (the rest of the class is the official)."""
-    replaced = dict(registry)
-    for instruction_id, check in LINEAR[benchmark].items():
-        official = registry[instruction_id]
-        replaced[instruction_id] = type(
-            official.__name__,
-            (official,),
-            {"check_following": check, "__module__": __name__, "__doc__": official.__doc__},
-        )
-    return replaced

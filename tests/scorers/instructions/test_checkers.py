@@ -1,7 +1,9 @@
-"""Loading the checkers offline: the Punkt model the image installs, NLTK's downloads refused."""
+"""Loading the checkers offline: the Punkt model the image installs, NLTK's downloads refused,
+some official checks replaced."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import nltk
@@ -36,3 +38,18 @@ def test_nltk_downloads_are_refused_and_remembered() -> None:
     checkers.load("ifeval")
     assert nltk.download("some_corpus_never_fetched") is False
     assert "some_corpus_never_fetched" in checkers.refused_downloads
+
+
+def test_the_registries_hold_the_replaced_checks() -> None:
+    """Each instruction REPLACED names loads as a subclass of its official class whose
+    check_following is the replacement; every other instruction loads its official class."""
+    for benchmark in checkers.BENCHMARKS:
+        registry = checkers.load(benchmark).registry
+        module = importlib.import_module(f"if_verifiable.{benchmark}.instructions_registry")
+        official = module.INSTRUCTION_DICT
+        replaced = {i for i, loaded in registry.items() if loaded is not official[i]}
+        assert replaced == set(checkers.REPLACED[benchmark])
+        for instruction in replaced:
+            loaded = registry[instruction]
+            assert isinstance(loaded, type) and issubclass(loaded, official[instruction])
+            assert vars(loaded)["check_following"] is checkers.REPLACED[benchmark][instruction]

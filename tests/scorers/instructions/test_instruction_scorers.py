@@ -132,13 +132,30 @@ def test_an_empty_response_is_no_answer() -> None:
 def test_missing_nltk_data_is_an_error_naming_it() -> None:
     """An instruction whose NLTK data is absent grades error naming it; the check lists it."""
     loaded = checkers.load("ifbench")
-    without = checkers.Checkers("ifbench", loaded.registry, frozenset({"stopwords"}))
+    tagger = "averaged_perceptron_tagger_eng"
+    without = checkers.Checkers("ifbench", loaded.registry, frozenset({tagger}))
     scorer = IfBenchScorer()
     scorer._checkers = without
-    label = {"instruction_id_list": ["ratio:stop_words"], "kwargs": [{"percentage": 50}]}
-    result = scorer.score("", "the cat sat on a mat", label, {})
+    label = {"instruction_id_list": ["words:start_verb"], "kwargs": [{}]}
+    result = scorer.score("", "Run to the mat", label, {})
     assert result.status == Status.ERROR
-    assert "ratio:stop_words needs NLTK data not installed here: stopwords" in str(result.details)
+    assert f"words:start_verb needs NLTK data not installed here: {tagger}" in str(result.details)
+
+
+@pytest.mark.parametrize(
+    ("response", "reward", "status"),
+    [
+        pytest.param("Quantum physics explains particles", 1.0, Status.OK, id="none-stop"),
+        pytest.param("Photons, as they move, carry energy", 1.0, Status.OK, id="two-of-six"),
+        pytest.param("The cat sat on the mat", 0.0, Status.WRONG, id="three-of-six"),
+        pytest.param("It is what it is", 0.0, Status.WRONG, id="all-stop"),
+    ],
+)
+def test_stop_words_are_graded(response: str, reward: float, status: Status) -> None:
+    """ratio:stop_words grades with no NLTK data: at most 40% stopwords passes, more fails."""
+    label = {"instruction_id_list": ["ratio:stop_words"], "kwargs": [{"percentage": 40}]}
+    result = IfBenchScorer().score("", response, label, {})
+    assert (result.reward, result.status) == (reward, status)
 
 
 def test_startup_check_reports_the_instructions_without_data() -> None:

