@@ -96,11 +96,12 @@ class InstructionScorer(Scorer):
             )
         listed = "; ".join(f"{i} (needs {', '.join(names)})" for i, names in affected.items())
         return StartupCheck(
-            False,
+            True,
             f"{count - len(affected)} of {count} instruction checkers ready; NLTK data missing, "
             f"so these grade as errors: {listed}",
             False,
             {**details, "unavailable": sorted(affected)},
+            degraded=True,
         )
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
