@@ -71,15 +71,34 @@ def _runtime_requirements() -> list[str]:
     return [str(d) for d in dependencies]
 
 
+IMAGE_EXTRAS = ("ifeval", "judge")
+"""The extras requirements.lock holds besides the runtime: every scorer but the reward model."""
+
+
 def _extra(name: str) -> list[str]:
+    """The extra's requirements, its own `reward-service[...]` ones expanded."""
     extras = _project()["optional-dependencies"]
     assert isinstance(extras, dict)
-    return [str(d) for d in extras[name]]
+    found: list[str] = []
+    for line in map(str, extras[name]):
+        requirement = Requirement(line)
+        if canonicalize_name(requirement.name) == "reward-service":
+            found += [d for extra in sorted(requirement.extras) for d in _extra(extra)]
+        else:
+            found.append(line)
+    return found
 
 
 def test_runtime_lock_satisfies_every_dependency() -> None:
-    """Every runtime dependency is in requirements.lock at a version its specifier allows."""
-    assert unmet(_runtime_requirements(), read_pins(RUNTIME_LOCK.read_text())) == []
+    """Every runtime dependency, and those of the extras the image has, is in
+    requirements.lock at a version its specifier allows."""
+    requirements = _runtime_requirements() + [d for e in IMAGE_EXTRAS for d in _extra(e)]
+    assert unmet(requirements, read_pins(RUNTIME_LOCK.read_text())) == []
+
+
+def test_the_all_extra_is_what_the_image_has() -> None:
+    """`reward-service[all]` installs exactly the extras requirements.lock holds."""
+    assert sorted(_extra("all")) == sorted(d for e in IMAGE_EXTRAS for d in _extra(e))
 
 
 def test_dev_lock_satisfies_every_dependency_and_dev_extra() -> None:

@@ -231,12 +231,15 @@ def test_each_kind_is_served_with_its_own_settings(served: tuple[LiveServer, Pat
 
 
 def test_start_up_checks_are_reported(served: tuple[LiveServer, Path]) -> None:
-    """GET /scorers lists each plugin's check, its own words and whether it is required."""
+    """GET /scorers lists each plugin's check, its own words, whether it is required, configured
+    and serving in full."""
     server, marks = served
     checks = httpx.get(f"{server.url}/scorers", timeout=10).json()["checks"]
     assert checks["greeting"] == {
         "ok": True,
         "required": True,
+        "configured": True,
+        "degraded": False,
         "summary": "greeting is 'bonjour'",
         "greeting": "bonjour",
     }

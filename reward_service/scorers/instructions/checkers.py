@@ -183,6 +183,11 @@ def _replacing(benchmark: str, registry: Mapping[str, Any]) -> dict[str, Any]:
     return replaced
 
 
+def installed() -> bool:
+    """Whether the `ifeval` extra (if-verifiable and the NLTK data) is installed."""
+    return importlib.util.find_spec(_PACKAGE) is not None
+
+
 def _enter_package() -> None:
     """Make `if_verifiable` importable as a bare package, its `__init__` not run."""
     if _PACKAGE in sys.modules:

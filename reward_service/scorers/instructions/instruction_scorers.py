@@ -34,6 +34,7 @@ from reward_service.scorers.instructions.checkers import (
     NEEDS,
     Checkers,
     ChecksUnavailable,
+    installed,
     load,
     warm,
 )
@@ -42,6 +43,7 @@ from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_
 from reward_service.scorers.reasoning import STRICT, THINK_MODES, Unanswered, answer_region
 
 REWARDS = frozenset({"strict", "loose", "partial", "partial_loose"})
+NOT_INSTALLED = "needs the ifeval extra: pip install 'reward-service[ifeval]'"
 LOOSE_REWARDS = frozenset({"loose", "partial_loose"})
 NOT_COMPUTED = "not computed where the strict check failed: reward=loose or partial_loose does"
 """The details' `loose_verdicts` under a strict reward, whose loose verdicts are null there."""
@@ -66,6 +68,8 @@ class InstructionScorer(Scorer):
     def checkers(self) -> Checkers | str:
         """The checkers, loaded by this worker's first instruction answer (~1 s, ~125 MiB:
         a worker that never grades one pays neither), or why they cannot be."""
+        if self._checkers is None and not installed():
+            self._checkers = f"{self.benchmark} {NOT_INSTALLED}"
         if self._checkers is None:
             try:
                 self._checkers = load(self.benchmark)
@@ -78,6 +82,12 @@ class InstructionScorer(Scorer):
     def startup_check(
         cls, settings: ScorerSettings | None, limits: GradingLimits
     ) -> StartupCheck | None:
+        if not installed():
+            return StartupCheck(
+                False,
+                f"{cls.benchmark} {NOT_INSTALLED}; until then answers are errors",
+                configured=False,
+            )
         try:
             checkers = load(cls.benchmark)
         except ChecksUnavailable as exc:

@@ -14,6 +14,7 @@ wrote to the grader is never cached. `math_judge` never overrides the rule's
 
 from __future__ import annotations
 
+import importlib.util
 import string
 from collections.abc import Mapping
 from typing import ClassVar
@@ -117,12 +118,19 @@ class JudgeScorer(AsyncScorer):
                 f"deadline ({deadline} s, REWARD_SCORER_DEADLINES) so a slow judge gives "
                 "judge_failed, not timeout"
             )
+        client = importlib.util.find_spec("openai") is not None
         if not settings.base_url or not settings.model:
+            extra = "" if client else " (and install the judge extra: 'reward-service[judge]')"
             return StartupCheck(
                 False,
-                "no judge endpoint: set REWARD_JUDGE__BASE_URL and REWARD_JUDGE__MODEL; "
+                f"no judge endpoint: set REWARD_JUDGE__BASE_URL and REWARD_JUDGE__MODEL{extra}; "
                 "until then answers are judge_failed",
                 configured=False,
+            )
+        if not client:
+            raise InvalidSetting(
+                "REWARD_JUDGE__BASE_URL is set but the judge client is not installed: "
+                "pip install 'reward-service[judge]'"
             )
         details: dict[str, JSON] = {
             "base_url": redact(settings.base_url),

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from reward_service.scorers.base import JSON, GradingLimits, Status
-from reward_service.scorers.instructions import checkers
+from reward_service.scorers.instructions import checkers, instruction_scorers
 from reward_service.scorers.instructions.instruction_scorers import (
     NOT_COMPUTED,
     IfBenchScorer,
@@ -188,3 +188,14 @@ def test_an_option_value_it_cannot_use_is_an_error(options: Mapping[str, JSON]) 
     result = IFEVAL.score("", "all fine here", TWO, options)
     assert (result.reward, result.status) == (0.0, Status.ERROR)
     assert "unknown option value" in result.details["reason"]
+
+
+def test_without_the_extra_the_scorer_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the ifeval extra is not installed, the start-up check is `not configured` (info)
+    and every answer is `error`, both naming the extra to install."""
+    monkeypatch.setattr(instruction_scorers, "installed", lambda: False)
+    check = IfEvalScorer.startup_check(None, GradingLimits())
+    assert check is not None and not check.ok and not check.configured
+    assert "reward-service[ifeval]" in check.summary
+    result = IfEvalScorer().score("", "text", TWO, {})
+    assert result.status == Status.ERROR and "reward-service[ifeval]" in result.details["reason"]

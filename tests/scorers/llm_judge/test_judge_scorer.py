@@ -17,6 +17,7 @@ import pytest
 from reward_service.bench.chat_stand_in import ChatStandIn, Reply, completion, verdicts
 from reward_service.errors import InvalidSetting, JudgeUnavailable
 from reward_service.scorers.base import GradingLimits, Score, Status
+from reward_service.scorers.llm_judge import judge_scorers
 from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
 
@@ -292,6 +293,24 @@ async def test_tokens_per_minute_budget_counts_prompt_and_reply(stand_in: ChatSt
         scores = [await grade(scorer, str(n)) for n in range(4)]
     assert [s.status for s in scores[:3]] == [Status.WRONG] * 3
     assert scores[3].details["judge"]["failure"] == "deadline"
+
+
+def test_an_endpoint_without_the_judge_extra_stops_start_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A judge endpoint set where the `judge` extra (openai) is not installed stops start-up,
+    naming the extra; with no endpoint either, the info line names it too."""
+    real = judge_scorers.importlib.util.find_spec
+    monkeypatch.setattr(
+        judge_scorers.importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "openai" else real(name, *rest),
+    )
+    configured = JudgeSettings(base_url="http://127.0.0.1:9/v1", model="m")
+    with pytest.raises(InvalidSetting, match=r"reward-service\[judge\]"):
+        JudgeScorer.startup_check(configured, LIMITS)
+    check = JudgeScorer.startup_check(JudgeSettings(), LIMITS)
+    assert check is not None and "reward-service[judge]" in check.summary
 
 
 async def test_no_endpoint_is_judge_failed_and_an_optional_failed_check() -> None:
