@@ -38,11 +38,17 @@ def read_json(body: bytes) -> JSON:
 
     That path refuses what orjson refuses (invalid UTF-8, `NaN`, `Infinity`,
     floats past a double, nesting past the recursion limit) but keeps lone
-    surrogate escapes, which orjson would refuse; answers that echo one are
-    written escaped. Raises ValueError when the body is not JSON.
+    surrogate escapes, which orjson refuses: a body orjson refuses is read
+    there too, so the same body gets the same answer whichever path reads it,
+    and a lone surrogate (which SLIME's client can send) is text, never a
+    400. Answers that echo one are written escaped. Raises ValueError when the
+    body is not JSON.
     """
     if body.translate(_DIGITS_AS_ZERO).find(_LONG_DIGIT_RUN) < 0:
-        return orjson.loads(body)
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass  # a lone surrogate escape orjson refuses, or not JSON: the one reading below
     try:
         return json.loads(
             body.decode(),

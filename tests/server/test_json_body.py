@@ -73,6 +73,25 @@ def test_long_digit_bodies_refuse_what_orjson_refuses(body: bytes) -> None:
         read_json(body)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b"[NaN]", b"[Infinity]", b"[1e400]", b"\xff", b"[" * 100_000 + b"]" * 100_000, b'{"a": 1'],
+    ids=["nan", "infinity", "float overflow", "not utf-8", "deep", "truncated"],
+)
+def test_short_digit_bodies_refuse_what_orjson_refuses(body: bytes) -> None:
+    """A body orjson refuses is read again on the exact path, which refuses it too."""
+    with pytest.raises(ValueError):
+        read_json(body)
+
+
+def test_a_lone_surrogate_reads_the_same_on_either_path() -> None:
+    """A lone surrogate escape, which orjson refuses, is text whether or not the body holds
+    a long digit run: one reading, never a 400 for a body SLIME can send."""
+    short = read_json(b'{"response": "x \\ud800 y", "label": 1}')
+    long = read_json(f'{{"response": "x \\ud800 y", "label": {D30}}}'.encode())
+    assert short["response"] == long["response"] == "x \ud800 y"
+
+
 LINEAR_SHAPES = {
     "longest ints": lambda n: ("[" + ",".join(["7" * MAX_INT_CHARS] * (n // 100)) + "]").encode(),
     "one huge int": lambda n: ("[" + "7" * (n * 6) + "]").encode(),
@@ -129,9 +148,11 @@ def test_thirty_digit_integer_label_grades_exactly(
     assert (off["reward"], off["status"], off.get("path")) == (0.0, "wrong", path)
 
 
-def test_lone_surrogate_on_the_exact_path_is_answered_escaped(server: LiveServer) -> None:
-    """A lone surrogate orjson would refuse, read by the standard library, is echoed escaped."""
-    body = f'{{"response": "\\\\boxed{{\\ud800}}", "label": {D30}}}'.encode()
+@pytest.mark.parametrize("label", [D30, "4"], ids=["exact path", "orjson path"])
+def test_a_lone_surrogate_is_answered_escaped(server: LiveServer, label: str) -> None:
+    """A lone surrogate orjson would refuse, read by the standard library, is echoed escaped,
+    whichever path the body's numbers send it down."""
+    body = f'{{"response": "\\\\boxed{{\\ud800}}", "label": {label}}}'.encode()
     headers = {"content-type": "application/json"}
     response = httpx.post(f"{server.url}/score?detail=1", content=body, headers=headers)
     assert response.status_code == 200
