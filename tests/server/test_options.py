@@ -92,10 +92,14 @@ def test_an_unknown_option_gets_400_listing_the_valid_options(server: LiveServer
 
 
 def test_an_option_on_a_scorer_without_options_gets_400(server: LiveServer) -> None:
-    """`/score/exact?extraction=any`: exact reads no options, so the URL is refused."""
-    answer = _post(server, "/score/exact?extraction=any", "5", "5")
+    """`/score/random?extraction=any`: random reads no options, so the URL is refused; one
+    that reads others names them (`exact` reads only `think`)."""
+    answer = _post(server, "/score/random?extraction=any", "5", "5")
     assert answer.status_code == 400
     assert "its options: none" in answer.json()["error"]
+    answer = _post(server, "/score/exact?extraction=any", "5", "5")
+    assert answer.status_code == 400
+    assert "its options: think" in answer.json()["error"]
 
 
 def test_a_batch_with_a_bad_option_gets_400(server: LiveServer) -> None:
