@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests import conftest
+
 CI = Path(__file__).resolve().parents[1] / ".ci" / "run"
 CHECKS = ["ruff check .", "ruff format --check .", "mypy"]
 
@@ -17,3 +21,15 @@ def test_ci_runs_ruff_and_mypy_after_the_tests_in_the_venv() -> None:
     assert ". .venv/bin/activate" in lines[tests]
     commands = [line for line in lines[tests + 1 :] if line and not line.startswith("#")]
     assert commands[: len(CHECKS)] == CHECKS
+
+
+def test_ci_fails_where_a_tool_it_promises_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`.ci/run` exports REWARD_CI=1, under which a test lacking a tool CI installs fails
+    (elsewhere it skips, saying why)."""
+    assert "export REWARD_CI=1" in CI.read_text().splitlines()
+    monkeypatch.setattr(conftest, "IN_CI", True)
+    with pytest.raises(pytest.fail.Exception, match="CI promises this tool: go: not found"):
+        conftest.tool_missing("go: not found")
+    monkeypatch.setattr(conftest, "IN_CI", False)
+    with pytest.raises(pytest.skip.Exception, match="go: not found"):
+        conftest.tool_missing("go: not found")

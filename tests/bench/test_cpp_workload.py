@@ -25,7 +25,7 @@ def test_workload_holds_the_mix_in_distinct_sources() -> None:
     assert all("```cpp\n#include <bits/stdc++.h>" in item["response"] for item in items)
 
 
-@pytest.mark.skipif(not isinstance(CPP, Found), reason=f"cpp: {CPP}")
+@pytest.mark.needs_tool("" if isinstance(CPP, Found) else f"cpp: {CPP}")
 def test_both_sides_give_a_right_and_a_wrong_answer_their_rewards() -> None:
     """The naive compiler and the service's sandbox, under the code scorer, agree with the
     labels on a correct answer and a wrong one (each build costs up to a second: two kinds)."""

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from kubernetes_validate import ValidationError, validate
+
+from tests.conftest import tool_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "kubernetes"
@@ -67,7 +68,7 @@ class Rendered:
 
 @functools.cache
 def render(overlay: str) -> Rendered:
-    """`kubectl kustomize` of one overlay; skips the test where kubectl is missing."""
+    """`kubectl kustomize` of one overlay; skips the test where kubectl is missing (fails in CI)."""
     return render_directory(KUBERNETES / "overlays" / overlay, overlay)
 
 
@@ -75,7 +76,7 @@ def render_directory(directory: Path, name: str) -> Rendered:
     """`kubectl kustomize` of any kustomization directory, named `name` in messages."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        pytest.skip("kubectl not found on PATH: the Kubernetes manifest checks need it to render")
+        tool_missing("kubectl not found on PATH: the Kubernetes manifest checks need it to render")
     proc = subprocess.run(
         [kubectl, "kustomize", str(directory)],
         capture_output=True,

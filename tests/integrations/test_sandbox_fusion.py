@@ -34,7 +34,7 @@ SUMMARY = sf.SummaryMapping(
     RunFailed="RunFailed", RunTimeout="RunTimeout", CompileFailed="CompileFailed"
 )
 FOUND = discover(CodeSettings().toolchain_path)
-CPP = pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=f"cpp: {FOUND['cpp']}")
+CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +223,7 @@ C++ header, a Rust module, a Java class, a Node module, a Python module)."""
 def _language(language: str) -> Any:
     found = FOUND.get({"nodejs": "javascript"}.get(language, language))
     reason = f"{language}: {found}" if isinstance(found, str) else ""
-    return pytest.param(language, marks=pytest.mark.skipif(bool(reason), reason=reason))
+    return pytest.param(language, marks=pytest.mark.needs_tool(reason))
 
 
 @pytest.mark.parametrize("language", [_language(name) for name in SHOUTS])

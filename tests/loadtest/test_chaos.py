@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import signal
@@ -19,12 +20,15 @@ import pytest
 
 from reward_service.bench.workload import grpo_workload, hostile_workload, request_body
 from reward_service.testing import LiveServer, live_server
+from tests.conftest import gradings_in_flight
 
 CHAOS_S = 24.0
 KILL_EVERY_S = 3.0
 AFTER_SIGTERM_S = 3.0
 CONCURRENCY = 32
 ANSWERS = 8_000
+"""Distinct answers, posted round and round until the server has stopped for a while."""
+IN_FLIGHT_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,8 @@ class Outcome:
 
 
 class Chaos:
-    """Kills a grading worker every few seconds, then SIGTERMs the server."""
+    """Kills a grading worker every few seconds, then SIGTERMs the server with gradings in
+    flight (its own gauge says so, however slow or fast the host)."""
 
     def __init__(self, server: LiveServer) -> None:
         self.server = server
@@ -63,8 +68,18 @@ class Chaos:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(victim, signal.SIGKILL)
                     self.killed.append(victim)
+        self._wait_for_gradings_in_flight()
         self.sigterm_at = time.monotonic()
         self.server.process.send_signal(signal.SIGTERM)
+
+    def _wait_for_gradings_in_flight(self) -> None:
+        """Until the server has at least half the load's requests in grading (or a minute)."""
+        deadline = time.monotonic() + IN_FLIGHT_WAIT_S
+        with httpx.Client(base_url=self.server.url, timeout=10) as probe:
+            while time.monotonic() < deadline:
+                if gradings_in_flight(probe.get("/metrics").text) >= CONCURRENCY // 2:
+                    return
+                time.sleep(0.05)
 
     def start(self) -> None:
         self._thread.start()
@@ -103,7 +118,7 @@ async def _post(client: httpx.AsyncClient, chaos: Chaos, item: dict[str, Any]) -
 
 
 async def _load(url: str, chaos: Chaos, items: list[dict[str, Any]]) -> list[Outcome]:
-    queue = iter(items)
+    queue = itertools.cycle(items)
     outcomes: list[Outcome] = []
 
     async def user(client: httpx.AsyncClient) -> None:
@@ -133,6 +148,7 @@ def chaos_server() -> Iterator[LiveServer]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.timeout(240)
 def test_killed_workers_and_sigterm_lose_no_accepted_answer(chaos_server: LiveServer) -> None:
     """Workers SIGKILLed every 3 s, then SIGTERM: each answer is right or cleanly refused."""

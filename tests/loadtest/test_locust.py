@@ -11,6 +11,7 @@ from reward_service.testing import Reply, StandIn, live_server
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 @pytest.mark.timeout(300)
 def test_rollout_and_evaluation_load_holds_the_thresholds(tmp_path: Path) -> None:
     """64 SLIME-like users for 30 s: no failure, no wrong reward, p99 and volume in bounds."""
@@ -24,6 +25,7 @@ def test_rollout_and_evaluation_load_holds_the_thresholds(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 @pytest.mark.timeout(120)
 def test_a_service_that_grades_wrongly_fails_the_load_test(tmp_path: Path) -> None:
     """Against a stand-in that rewards every answer 1.0, locust counts wrong rewards."""

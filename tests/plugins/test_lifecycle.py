@@ -248,6 +248,7 @@ def test_start_up_checks_are_reported(served: tuple[LiveServer, Path]) -> None:
     assert (marks / "judge-open").exists(), "the async scorer opened once, in the server"
 
 
+@pytest.mark.alone
 def test_async_scorer_under_load_holds_its_bound_and_leaves_the_loop_free(
     served: tuple[LiveServer, Path], endpoint: SlowEndpoint
 ) -> None:

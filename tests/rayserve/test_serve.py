@@ -117,6 +117,18 @@ def _rewards(url: str, items: list[dict[str, Any]]) -> tuple[list[float], int]:
     return result.rewards, result.retries
 
 
+async def _answering(load: asyncio.Task[Any], metrics_port: int) -> None:
+    """Until the two replicas' /metrics count answers to `load`, which must still be running."""
+    ports = (metrics_port, metrics_port + 1)
+    before = sum(await asyncio.gather(*(asyncio.to_thread(_scored, p) for p in ports)))
+    deadline = time.monotonic() + 60
+    while sum(await asyncio.gather(*(asyncio.to_thread(_scored, p) for p in ports))) <= before:
+        assert not load.done(), "the load ended before either replica counted an answer"
+        assert time.monotonic() < deadline, "no answer counted within 60 s"
+        await asyncio.sleep(0.05)
+    assert not load.done(), "the load ended before it could be disturbed"
+
+
 def test_replicas_land_on_the_cpu_node_and_slime_gets_every_reward(
     cluster: LocalCluster, deployed: str
 ) -> None:
@@ -199,7 +211,7 @@ def test_serve_against_direct_throughput_prints_a_ratio(
 
 
 def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
-    cluster: LocalCluster, deployed: str
+    cluster: LocalCluster, deployed: str, metrics_port: int
 ) -> None:
     """SIGKILL of one replica mid-load: SLIME's retries get every reward, Serve starts another."""
     before = _wait_for(cluster, 2)
@@ -211,8 +223,7 @@ def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
     async def load_and_kill() -> list[float]:
         bodies = [request_body(i) for i in items]
         load = asyncio.create_task(slime_rewards(deployed, bodies, backoff_scale=BACKOFF_SCALE))
-        await asyncio.sleep(1.0)
-        assert not load.done()  # killed under load; whether a request was in flight there varies
+        await _answering(load, metrics_port)  # whether the victim has one in flight varies
         os.kill(int(victim["pid"]), signal.SIGKILL)
         result = await load
         return result.rewards
@@ -236,7 +247,7 @@ def test_scaling_down_under_load_drains_the_removed_replica(
     async def load_and_scale() -> tuple[list[float], int]:
         bodies = [request_body(i) for i in items]
         load = asyncio.create_task(slime_rewards(deployed, bodies, backoff_scale=BACKOFF_SCALE))
-        await asyncio.sleep(1.0)
+        await _answering(load, metrics_port)
         with Dashboard(cluster.dashboard) as dashboard:
             await asyncio.to_thread(dashboard.deploy, spec, {}, wait_s=120, say=print)
         result = await load

@@ -17,7 +17,7 @@ from reward_service.sandbox.zygote_client import ZygoteSandbox, exec_gap
 from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
 
 CPP = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
-pytestmark = pytest.mark.skipif(not isinstance(CPP, Found), reason=f"cpp: {CPP}")
+pytestmark = pytest.mark.needs_tool("" if isinstance(CPP, Found) else f"cpp: {CPP}")
 LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
 ECHO = (
     "#include <iostream>\nint main() { long long a; std::cin >> a; std::cout << 2 * a << '\\n'; }\n"

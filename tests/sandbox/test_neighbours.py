@@ -37,9 +37,10 @@ VARIANTS = [*PROFILES, REAL_UID]
 DEADLINE_S = 120.0
 CAP_SYS_PTRACE = 19
 
-pytestmark = pytest.mark.skipif(
-    confine.unavailable() is not None, reason=str(confine.unavailable())
-)
+pytestmark = [
+    pytest.mark.heavy,
+    pytest.mark.skipif(confine.unavailable() is not None, reason=str(confine.unavailable())),
+]
 
 
 def readable_python(uid: int) -> str | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator, Mapping
 
 import httpx
@@ -20,6 +19,7 @@ from reward_service.scorers.boxed import (
 )
 from reward_service.scorers.registry import BUILTINS, ScorerRegistry
 from reward_service.testing import LiveServer, live_server
+from tests.scorers.math_verify.test_screen_cost import GROWTH, _assert_linear, _units
 
 REGISTRY = ScorerRegistry.discover()
 CPU_BUILTINS = sorted(n for n in BUILTINS if issubclass(REGISTRY.scorer_class(n), Scorer))
@@ -84,15 +84,15 @@ def test_boxed_content_matches_slime_on_generated_text() -> None:
 
 
 def test_boxed_content_is_linear() -> None:
-    """Ten times the open braces cost at most about ten times the time (the screen runs on it)."""
+    """Ten times the open braces cost at most about ten times the CPU time, best of several
+    (the screen runs on it)."""
 
-    def cost(n: int) -> float:
-        text = "\\boxed{" * 4 + "{" * n
-        started = time.perf_counter()
-        boxed_content(text)
-        return time.perf_counter() - started
+    def build(n: int) -> str:
+        return "\\boxed{" * 4 + "{" * n
 
-    assert cost(1_000_000) < 30 * cost(100_000) + 0.05
+    n = _units(build)
+    small, large = build(n), build(GROWTH * n)
+    _assert_linear(lambda: boxed_content(small), lambda: boxed_content(large))
 
 
 @pytest.mark.parametrize("name", CPU_BUILTINS)

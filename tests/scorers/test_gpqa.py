@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import re
 import string
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ import pytest
 from reward_service.scorers.base import JSON, Status
 from reward_service.scorers.gpqa import GpqaScorer, extract_letter
 from reward_service.scorers.reasoning import AFTER, answer_region
+from tests.scorers.math_verify.test_screen_cost import GROWTH, _assert_linear, _units
 
 SCORER = GpqaScorer()
 FOUR = ["Nitric oxide", "Carbon dioxide", "Ozone", "Methane"]
@@ -248,15 +248,15 @@ def test_letters_match_slime_on_generated_text() -> None:
 
 
 def test_extraction_is_linear() -> None:
-    """Ten times the whitespace after a keyword costs at most about ten times the time."""
+    """Ten times the whitespace after a keyword costs at most about ten times the CPU time,
+    best of several."""
 
-    def cost(n: int) -> float:
-        response = ("answer" + " " * n + "5 is" + " " * n) * 4
-        started = time.perf_counter()
-        extract_letter(response, "ABCD")
-        return time.perf_counter() - started
+    def build(n: int) -> str:
+        return ("answer" + " " * n + "5 is" + " " * n) * 4
 
-    assert cost(200_000) < 30 * cost(20_000) + 0.05
+    n = _units(build)
+    small, large = build(n), build(GROWTH * n)
+    _assert_linear(lambda: extract_letter(small, "ABCD"), lambda: extract_letter(large, "ABCD"))
 
 
 @pytest.mark.parametrize(
@@ -264,16 +264,16 @@ def test_extraction_is_linear() -> None:
 )
 def test_hedge_checks_are_linear(unit: str) -> None:
     """Ten times a run of listed letters or option texts costs at most about ten times the
-    time, in the letter reading and in the check for several named options."""
+    CPU time, best of several, in the letter reading and in the check for several named
+    options."""
 
-    def cost(n: int) -> float:
-        response = unit * n
-        started = time.perf_counter()
+    def read(response: str) -> None:
         extract_letter(response, "ABCD")
         SCORER.score("", response, "A", {"choices": [*FOUR, "nitrogen", "oxygen"]})
-        return time.perf_counter() - started
 
-    assert cost(100_000) < 30 * cost(10_000) + 0.05
+    n = _units(lambda count: unit * count)
+    small, large = unit * n, unit * GROWTH * n
+    _assert_linear(lambda: read(small), lambda: read(large))
 
 
 _WORDS = ["the", "answer", "is", "option", "choice", "final", ":", "correct", "about", "so"]

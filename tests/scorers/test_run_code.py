@@ -18,7 +18,7 @@ from reward_service.scorers.run_request import FileCaps
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
 FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript"])
-CPP = pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=f"cpp: {FOUND['cpp']}")
+CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
 
@@ -214,8 +214,8 @@ def test_cpp_build_past_compile_timeout_is_a_build_time_limit(scorer: RunCodeSco
     assert (score.details["compile"]["kind"], score.details["run"]) == ("time_limit", None)
 
 
-@pytest.mark.skipif(
-    not isinstance(FOUND["javascript"], Found), reason=f"javascript: {FOUND['javascript']}"
+@pytest.mark.needs_tool(
+    "" if isinstance(FOUND["javascript"], Found) else f"javascript: {FOUND['javascript']}"
 )
 def test_nodejs_runs_as_javascript(scorer: RunCodeScorer) -> None:
     """SandboxFusion's `nodejs` runs on the JavaScript runner."""

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from reward_service.testing import LiveServer, live_server
-from tests.conftest import FAKE_SCORER
+from tests.conftest import FAKE_SCORER, gradings_in_flight
 
 REFUSED = "refused"
 
@@ -30,14 +30,6 @@ async def _readiness_until_refused(url: str) -> list[int | str]:
     return readiness
 
 
-async def _in_flight(client: httpx.AsyncClient) -> float:
-    """The server's `reward_gradings_in_flight` gauge."""
-    for line in (await client.get("/metrics")).text.splitlines():
-        if line.startswith("reward_gradings_in_flight "):
-            return float(line.split()[1])
-    raise AssertionError("no reward_gradings_in_flight in /metrics")
-
-
 async def _signal_under_load(
     server: LiveServer, sig: signal.Signals
 ) -> tuple[list[httpx.Response], list[int | str]]:
@@ -51,7 +43,7 @@ async def _signal_under_load(
             for _ in range(64)
         ]
         for _ in range(600):  # the signal comes once all 64 are accepted, however slow the host
-            if await _in_flight(metrics) >= 64:
+            if gradings_in_flight((await metrics.get("/metrics")).text) >= 64:
                 break
             await asyncio.sleep(0.05)
         else:

@@ -121,6 +121,7 @@ def burst_server() -> Iterator[LiveServer]:
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 def test_hostile_burst_never_stalls_the_service(burst_server: LiveServer) -> None:
     """Slow-to-screen answers, 16 at once, each answered in time; /livez fast; normal ones right."""
     requests = _requests()

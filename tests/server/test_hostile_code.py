@@ -71,9 +71,10 @@ LIVE_PROFILES = ("full", "nonroot-pod", "nonroot-old-kernel")
 """The platforms a live server is attacked on (`tests.sandbox.platforms`): all layers, the
 manifests' unprivileged pod, and that pod on a kernel without landlock."""
 
-pytestmark = pytest.mark.skipif(
-    confine.unavailable() is not None, reason=str(confine.unavailable())
-)
+pytestmark = [
+    pytest.mark.heavy,
+    pytest.mark.skipif(confine.unavailable() is not None, reason=str(confine.unavailable())),
+]
 
 
 @dataclass

@@ -54,7 +54,7 @@ def _unavailable() -> str | None:
 
 
 UNAVAILABLE = _unavailable()
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=str(UNAVAILABLE))
+pytestmark = pytest.mark.needs_tool(UNAVAILABLE or "")
 
 
 @pytest.mark.parametrize("platform", [*platforms.PROFILES, "userns"])

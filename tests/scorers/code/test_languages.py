@@ -125,7 +125,7 @@ CASES = {
 def _language(name: str) -> object:
     found = FOUND[name]
     reason = f"{name}: {found}" if isinstance(found, str) else ""
-    return pytest.param(name, marks=pytest.mark.skipif(bool(reason), reason=reason))
+    return pytest.param(name, marks=pytest.mark.needs_tool(reason))
 
 
 LANGUAGES = [_language(name) for name in PROGRAMS]
@@ -224,7 +224,7 @@ def test_a_missing_toolchain_answers_error_with_the_reason() -> None:
     assert "g++ not found" in score.details["reason"], score.details
 
 
-@pytest.mark.skipif(not isinstance(FOUND["cpp"], Found), reason=str(FOUND["cpp"]))
+@pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 def test_the_cpp_standard_is_an_option(polyglot: CodeScorer) -> None:
     """`standard` picks g++'s -std: C++20's `<=>` builds under c++20 only; others are refused."""
     source = "#include <compare>\n#include <iostream>\nint main() { int m, a, b;\n"

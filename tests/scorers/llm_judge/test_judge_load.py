@@ -49,6 +49,7 @@ def service(judge_url: str) -> Iterator[LiveServer]:
         yield server
 
 
+@pytest.mark.alone
 def test_thousands_of_answers_in_flight_leave_the_loop_free(
     service: LiveServer, judge_url: str
 ) -> None:

@@ -4,6 +4,7 @@ verdicts, every failure the endpoint can produce, the bounds, the cache and the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -17,9 +18,11 @@ import pytest
 from reward_service.bench.chat_stand_in import ChatStandIn, Reply, completion, verdicts
 from reward_service.errors import InvalidSetting, JudgeUnavailable
 from reward_service.scorers.base import GradingLimits, Score, Status
-from reward_service.scorers.llm_judge import judge_scorers
+from reward_service.scorers.llm_judge import judge_client, judge_scorers
+from reward_service.scorers.llm_judge.judge_limits import CircuitBreaker
 from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from tests.scorers.llm_judge.test_judge_limits import Clock
 
 SECRET = "sk-test-never-shown-0123456789"
 LIMITS = GradingLimits(deadlines={"judge": 60.0})
@@ -165,9 +168,16 @@ async def test_retry_after_of_a_429_is_honoured(stand_in: ChatStandIn) -> None:
     assert stand_in.calls == 2
 
 
-async def test_circuit_opens_and_stops_calling_a_failing_endpoint(stand_in: ChatStandIn) -> None:
-    """After `breaker_failures` failures in a row nothing is sent until the wait is over; the
-    answers are `circuit_open`, and a probe after the wait that succeeds closes it again."""
+async def test_circuit_opens_and_stops_calling_a_failing_endpoint(
+    stand_in: ChatStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `breaker_failures` failures in a row nothing is sent until the wait is over (on a
+    clock the test moves); the answers are `circuit_open`, and a probe after the wait that
+    succeeds closes it again."""
+    clock = Clock()
+    monkeypatch.setattr(
+        judge_client, "CircuitBreaker", functools.partial(CircuitBreaker, clock=clock)
+    )
     stand_in.reset(always(Reply(500, b"{}")))
     async with judge(stand_in, breaker_failures=2, breaker_open_s=0.5) as scorer:
         first = [await grade(scorer, str(n)) for n in range(2)]
@@ -180,8 +190,10 @@ async def test_circuit_opens_and_stops_calling_a_failing_endpoint(stand_in: Chat
             "calls": 0,
         }
         assert stand_in.calls == 2
+        clock.now += 0.4
+        assert (await grade(scorer, "7")).details["judge"]["failure"] == "circuit_open"
         stand_in.reset(verdicts("CORRECT"))
-        await asyncio.sleep(0.6)
+        clock.now += 0.2
         probe = await grade(scorer, "8")
         assert probe.status is Status.OK and probe.details["judge"]["circuit"] == "closed"
 

@@ -29,6 +29,8 @@ from reward_service.testing import LiveServer, live_server
 from tests.server.test_contract import _slime_client
 
 SECRET = "sk-live-never-shown-9876543210"
+BREAKER_OPEN_S = 10
+"""Room for the outage test's posts and scrape while the circuit is open, on any host."""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def service(judge_server: ChatStandIn) -> Iterator[LiveServer]:
         "REWARD_JUDGE__API_KEY": SECRET,
         "REWARD_JUDGE__MAX_RETRIES": "0",
         "REWARD_JUDGE__BREAKER_FAILURES": "3",
-        "REWARD_JUDGE__BREAKER_OPEN_S": "1",
+        "REWARD_JUDGE__BREAKER_OPEN_S": str(BREAKER_OPEN_S),
         "REWARD_ACCESS_LOG": "off",
     }
     with live_server(workers=1, env=env) as server:
@@ -110,7 +112,7 @@ def test_scorers_listing_shows_the_judge_but_never_its_key(service: LiveServer) 
 def test_outage_costs_no_run_and_is_counted(service: LiveServer, stand_in: ChatStandIn) -> None:
     """With the judge failing every answer still gets 200 and the fallback reward, status
     `judge_failed`; the breaker opens and stops the calls; metrics count it all; after the
-    wait a good probe closes the circuit again."""
+    wait (polled, not slept) a good probe closes the circuit again."""
     before = samples(service)
     stand_in.reset(lambda request: Reply(500, b"{}"))
     url = f"{service.url}/score/judge?detail=1"
@@ -135,8 +137,14 @@ def test_outage_costs_no_run_and_is_counted(service: LiveServer, stand_in: ChatS
     assert delta("reward_judge_calls_total", scorer="judge") == 3
     assert after[("reward_judge_circuit", frozenset({("scorer", "judge"), ("state", "open")}))] == 1
     stand_in.reset()
-    time.sleep(1.1)
-    probe = httpx.post(url, json={"prompt": "p", "response": "4", "label": "4"}, timeout=30).json()
+    deadline = time.monotonic() + BREAKER_OPEN_S + 30
+    while True:
+        body = {"prompt": "p", "response": "4", "label": "4"}
+        probe = httpx.post(url, json=body, timeout=30).json()
+        if probe["judge"].get("failure") != "circuit_open":
+            break
+        assert time.monotonic() < deadline, probe
+        time.sleep(0.2)
     assert (probe["status"], probe["judge"]["circuit"]) == ("ok", "closed")
     assert SECRET not in httpx.get(f"{service.url}/metrics", timeout=10).text
 
