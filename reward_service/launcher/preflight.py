@@ -253,10 +253,12 @@ def check_probe(client: httpx.Client, url: str, probe: Probe, reward_key: str | 
             f"which SLIME rejects; is this URL the reward service?\n{how}"
         )
     try:
-        reward = _reward_of(answer.json(), reward_key)
+        value = answer.json()
+        reward = _reward_of(value, reward_key)
     except ValueError as exc:
         raise PreflightError(f"{redact(url)} {exc} for the {probe.name} sample.\n{how}") from None
-    detail = _detail(client, url, probe)
+    # a ?detail=1 URL answered the detail object already: no second post
+    detail = value if isinstance(value, dict) and "status" in value else _detail(client, url, probe)
     status = None if detail is None else detail.get("status")
     why = f" (status {status}: {detail.get('reason', 'no reason given')})" if detail else ""
     if reward != probe.expected:

@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reward_service.scorers.base import JSON
+from reward_service.scorers.reasoning import THINK_END
 
-THINK_END = "</think>"
 PLACEHOLDERS = ("question", "reference", "answer", "verdicts", "nonce")
 """What a template may hold as `$name`; `$reference`, `$answer` and `$verdicts` it must (or
 `VERDICT $nonce:` lines instead of `$verdicts`)."""
