@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
@@ -39,29 +41,48 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             tool_missing(mark.args[0])
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files of slow tests that take no turns (Ray, the image install) first, so their long
-    waits overlap the rest; files that take turns stay spread out, keeping workers busy."""
+TURNS = "turns"
+"""The xdist group of every file holding an `alone` or `heavy` test: one worker runs them one
+after another, from the start of the run, while the other workers run the rest."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each file an xdist group of its own (`--dist loadgroup`: a module's live server starts
+    once), but the files that take turns one group, first in the queue: the chain of turns
+    is the run's longest, so it starts at once; then the other slow files (Ray, the image
+    install), whose long waits overlap the rest; then the others, most tests first."""
     turns = {i.path for i in items for mark in ("alone", "heavy") if i.get_closest_marker(mark)}
     slow = {item.path for item in items if item.get_closest_marker("slow")} - turns
-    items.sort(key=lambda item: item.path not in slow)
+    sizes = Counter(item.path for item in items)
+    items.sort(key=lambda item: (item.path not in turns, item.path not in slow, -sizes[item.path]))
+    for item in items:
+        group = TURNS if item.path in turns else item.path.relative_to(config.rootpath).as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+_TURNS_DIR = "REWARD_TEST_TURNS_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The xdist controller makes the directory of the workers' lock files, and removes it."""
+    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+        directory = tempfile.mkdtemp(prefix="reward-service-turns-")
+        os.environ[_TURNS_DIR] = directory  # the workers it starts inherit it
+        config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))
 
 
 class _Turns:
-    """Locks on files shared by one run's xdist workers. Each test holds `turn` shared, an
-    `alone` test exclusive (a test waiting to be alone bars new shared holders); a `heavy`
-    test also holds `heavy`, so heavy tests take turns and light ones run beside them."""
+    """A lock on a file shared by one run's xdist workers: each test holds it shared, an
+    `alone` test exclusive (a test waiting to be alone bars new shared holders through
+    `gate`). `heavy` tests need no lock: the one worker of group `turns` runs them in turn."""
 
-    def __init__(self, run: str) -> None:
-        base = Path(tempfile.gettempdir()) / f"reward-service-tests-{run}"
-        self._gate, self._turn, self._heavy = (
-            os.open(f"{base}.{name}", os.O_RDWR | os.O_CREAT, 0o600)
-            for name in ("gate", "turn", "heavy")
+    def __init__(self, directory: Path) -> None:
+        self._gate, self._turn = (
+            os.open(directory / name, os.O_RDWR | os.O_CREAT, 0o600) for name in ("gate", "turn")
         )
 
-    def take(self, alone: bool, heavy: bool) -> None:
-        if heavy:
-            fcntl.flock(self._heavy, fcntl.LOCK_EX)
+    def take(self, alone: bool) -> None:
         fcntl.flock(self._gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(self._turn, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
@@ -70,19 +91,20 @@ class _Turns:
 
     def give_back(self) -> None:
         fcntl.flock(self._turn, fcntl.LOCK_UN)
-        fcntl.flock(self._heavy, fcntl.LOCK_UN)
 
 
-_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-_TURNS = _Turns(_RUN) if _RUN else None
+_TURNS = (
+    _Turns(Path(os.environ[_TURNS_DIR]))
+    if "PYTEST_XDIST_WORKER" in os.environ and _TURNS_DIR in os.environ
+    else None
+)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     if _TURNS is None:
         return (yield)
-    alone = item.get_closest_marker("alone") is not None
-    _TURNS.take(alone, heavy=alone or item.get_closest_marker("heavy") is not None)
+    _TURNS.take(alone=item.get_closest_marker("alone") is not None)
     try:
         return (yield)
     finally:

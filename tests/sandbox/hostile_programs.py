@@ -933,6 +933,8 @@ attempt({
                os._exit(0)
        """,
         MEM,
+        # The cap, not the clock, must stop it even on a loaded machine.
+        time_s=5.0,
     ),
     _h(
         "memory_list",
@@ -947,6 +949,8 @@ attempt({
                os._exit(0)
        """,
         MEM,
+        # The cap, not the clock, must stop it even on a loaded machine.
+        time_s=5.0,
     ),
     _h(
         "deep_recursion",
