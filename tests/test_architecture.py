@@ -3,10 +3,12 @@
 Every module belongs to one part (`PARTS`: the part with the longest prefix of
 its name). `MAY_IMPORT` says, for each part, the other parts it may import and
 the third-party packages it may import; the standard library is everyone's, and
-a part may always import itself. Every import of every module (inside functions
+a part may import its own modules. Every import of every module (inside functions
 too, relative ones resolved) must be allowed. A new module outside every part,
 a new part without a row, an import the table does not allow, or a table with a
-cycle fails here, before the layering can rot.
+cycle fails here, before the layering can rot. Below the parts, the modules
+themselves form no circle either, inside a part as across parts: no module
+imports one that imports it back, at any distance, lazily or not.
 """
 
 from __future__ import annotations
@@ -147,6 +149,19 @@ def part_of(module: str, parts: Mapping[str, Iterable[str]] = PARTS) -> str | No
     return best[1] if best else None
 
 
+def _package_of(path: Path, name: str) -> str:
+    """The package relative imports in module `name` (file `path`) start from."""
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _source(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a `from ... import` reads from, relative ones resolved."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def imports(path: Path, name: str, modules: Iterable[str]) -> set[str]:
     """Every module `path` (module `name`) imports, absolute, at any depth.
 
@@ -154,17 +169,13 @@ def imports(path: Path, name: str, modules: Iterable[str]) -> set[str]:
     relative imports are resolved against `name`.
     """
     known = set(modules)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = _package_of(path, name)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                source = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                source = node.module or ""
+            source = _source(node, package)
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
                 found.add(submodule if submodule in known else source)
@@ -196,27 +207,48 @@ def violations(
     return found
 
 
-def cycle(may_import: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> list[str]:
-    """A cycle among the parts' allowed imports (`[a, b, a]`), or `[]` if there is none."""
+def cycle(edges: Mapping[str, Iterable[str]]) -> list[str]:
+    """A cycle along `edges` (each node's successors), as `[a, b, a]`, or `[]` if there is
+    none; nodes are tried in sorted order, so the same graph gives the same cycle."""
     done: set[str] = set()
 
-    def visit(part: str, path: list[str]) -> list[str]:
-        if part in path:
-            return [*path[path.index(part) :], part]
-        if part in done:
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
             return []
-        for other in may_import.get(part, ((), ()))[0]:
-            found = visit(other, [*path, part])
+        for successor in sorted(edges.get(node, ())):
+            found = visit(successor, [*path, node])
             if found:
                 return found
-        done.add(part)
+        done.add(node)
         return []
 
-    for part in may_import:
-        found = visit(part, [])
+    for node in sorted(edges):
+        found = visit(node, [])
         if found:
             return found
     return []
+
+
+def allowed_parts(
+    may_import: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]],
+) -> dict[str, tuple[str, ...]]:
+    """Each part's row of `may_import` as edges: the parts it may import."""
+    return {part: allowed for part, (allowed, _) in may_import.items()}
+
+
+def module_imports(modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Each module's imports of the package's modules, as edges.
+
+    An import names the module it runs: `from a import b` runs `a` (and `a.b`
+    when that is a module), so a package's `__init__` importing its own modules
+    is no circle, while a module that imports one of its importers is.
+    """
+    return {
+        name: {target for target in imports(path, name, modules) if target in modules}
+        for name, path in modules.items()
+    }
 
 
 MODULES = _modules(PACKAGE)
@@ -231,7 +263,13 @@ def test_module_imports_only_what_its_part_may(name: str) -> None:
 
 def test_the_allow_list_has_no_cycle() -> None:
     """Parts import downward only: no part may import one that may import it back."""
-    assert cycle(MAY_IMPORT) == []
+    assert cycle(allowed_parts(MAY_IMPORT)) == []
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No module imports one that imports it back, at any distance: a part may import its own
+    modules, but never in a circle (the bench's two commands once did, through a function)."""
+    assert cycle(module_imports(MODULES)) == []
 
 
 def test_the_tables_name_real_parts_and_modules() -> None:
@@ -337,10 +375,35 @@ def test_the_checker_resolves_from_imports_and_relative_ones(tmp_path: Path) -> 
 def test_the_cycle_check_finds_a_planted_cycle() -> None:
     """Letting rayserve import the `slime` command back is a cycle through the launcher."""
     planted = {**MAY_IMPORT, "rayserve": (("floor", "slime_command"), ())}
-    assert cycle(planted) in (
-        ["rayserve", "slime_command", "rayserve"],
-        ["slime_command", "rayserve", "slime_command"],
+    assert cycle(allowed_parts(planted)) == ["rayserve", "slime_command", "rayserve"]
+
+
+def test_the_module_cycle_check_finds_a_planted_circle_inside_a_part(tmp_path: Path) -> None:
+    """Two bench commands importing each other, one lazily inside a function, are a circle
+    though the part may import itself; once one no longer imports the other, there is none,
+    though importing `bench.measure` runs `bench/__init__`, which imports a command."""
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "bench/__init__.py": "from . import bench_command\n",
+            "bench/bench_command.py": "from reward_service.bench import judge_bench, measure\n",
+            "bench/judge_bench.py": (
+                "from reward_service.bench.measure import Run\n"
+                "def run():\n"
+                "    from reward_service.bench import bench_command\n"
+            ),
+            "bench/measure.py": "import asyncio\n",
+        },
     )
+    edges = module_imports(_modules(package))
+    assert cycle(edges) == [
+        "reward_service.bench.bench_command",
+        "reward_service.bench.judge_bench",
+        "reward_service.bench.bench_command",
+    ]
+    (package / "bench/judge_bench.py").write_text("from reward_service.bench.measure import Run\n")
+    assert cycle(module_imports(_modules(package))) == []
 
 
 def test_no_two_modules_share_a_name() -> None:
