@@ -9,6 +9,10 @@ a new part without a row, an import the table does not allow, or a table with a
 cycle fails here, before the layering can rot. Below the parts, the modules
 themselves form no circle either, inside a part as across parts: no module
 imports one that imports it back, at any distance, lazily or not.
+
+Names: no import binds one of the package's modules to a library's name, and
+nothing Python puts on `sys.path` itself is named like a library (see
+`test_no_import_binds_a_package_module_to_a_library_name`).
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ import ast
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 PACKAGE = Path(__file__).resolve().parents[1] / "reward_service"
 ROOT = "reward_service"
@@ -406,10 +412,137 @@ def test_the_module_cycle_check_finds_a_planted_circle_inside_a_part(tmp_path: P
     assert cycle(module_imports(_modules(package))) == []
 
 
-def test_no_two_modules_share_a_name() -> None:
-    """Module file names are unique across the package (dunder files aside)."""
-    names = [p.stem for p in MODULES.values() if not p.stem.startswith("__")]
-    assert sorted(n for n in set(names) if names.count(n) > 1) == []
+CHECKOUT = PACKAGE.parent
+
+ON_SYS_PATH = (CHECKOUT, CHECKOUT / "loadtest")
+"""Directories put on `sys.path` without anyone asking: the checkout (the base pytest inserts
+for the `tests` package, and `python -m`'s working directory) and `loadtest/`, whose scripts
+run by path (`python loadtest/memory.py`; locust inserts its locustfile's directory)."""
+
+
+def library_names() -> frozenset[str]:
+    """The top-level names modules not ours are imported by: the standard library's, every
+    installed distribution's, and the third-party packages `MAY_IMPORT` names (installed
+    here or not: torch, ray)."""
+    installed = {
+        name
+        for name, distributions in packages_distributions().items()
+        if canonicalize_name(ROOT) not in map(canonicalize_name, distributions)
+    }
+    named = {package for _, packages in MAY_IMPORT.values() for package in packages}
+    return frozenset(sys.stdlib_module_names) | installed | named
+
+
+def bound_to_library_names(
+    path: Path, name: str, modules: Iterable[str], libraries: Iterable[str]
+) -> list[str]:
+    """The imports in `path` (module `name`) that bind one of the package's `modules` to a
+    name in `libraries`, one line each: `from reward_service.scorers import math`."""
+    known, names = set(modules), set(libraries)
+    package = _package_of(path, name)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            bound = [(alias.asname, alias.name) for alias in node.names if alias.asname]
+        elif isinstance(node, ast.ImportFrom):
+            source = _source(node, package)
+            bound = [(alias.asname or alias.name, f"{source}.{alias.name}") for alias in node.names]
+        else:
+            continue
+        found += [
+            f"{name}:{node.lineno} binds {module} to {local!r}, a library's name"
+            for local, module in bound
+            if module in known and local in names
+        ]
+    return found
+
+
+def shadowing_entries(directory: Path, libraries: Iterable[str]) -> list[str]:
+    """What in `directory`, were it on `sys.path`, would be imported in place of a library:
+    a module or a regular package (a namespace package loses to the library) of its name."""
+    names = set(libraries)
+    entries = [
+        entry
+        for entry in sorted(directory.iterdir())
+        if entry.suffix == ".py" or (entry / "__init__.py").is_file()
+    ]
+    return [
+        f"{entry} shadows the library {entry.stem!r}"
+        for entry in entries
+        if entry.stem in names and entry.stem != ROOT
+    ]
+
+
+def _checkout_modules() -> dict[str, Path]:
+    """Every Python file of the package, the tests and the load tests, by module name."""
+    found = dict(MODULES)
+    for directory in ("tests", "loadtest"):
+        found.update(_modules(CHECKOUT / directory))
+    return found
+
+
+def test_no_import_binds_a_package_module_to_a_library_name() -> None:
+    """A module may be named like a library (`scorers/math.py` is SLIME's `math` port):
+    imports are absolute, so `import math` still finds the standard library everywhere.
+    Confusion comes where a name is bound: after `from reward_service.scorers import math`,
+    `math.` in that module is ours where a reader (or a later `import math`) means the
+    library's, so such an import says `as slime_math`. Names Python finds first on
+    `sys.path` are the other trap: a `json.py` in the checkout or beside a load-test
+    script would replace the real `json` for the whole process, so none may exist.
+    """
+    libraries = library_names()
+    bound = [
+        line
+        for name, path in _checkout_modules().items()
+        for line in bound_to_library_names(path, name, MODULES, libraries)
+    ]
+    shadowing = [line for d in ON_SYS_PATH for line in shadowing_entries(d, libraries)]
+    assert bound + shadowing == []
+
+
+def test_the_name_check_finds_planted_library_names(tmp_path: Path) -> None:
+    """Binding `scorers/math.py` to `math`, absolutely, relatively or with `as json`, is
+    reported; binding it to another name or importing its contents is not; a `json.py` or a
+    `yaml/` package on `sys.path` shadows, a namespace directory or a script of its own name
+    does not."""
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "scorers/__init__.py": "",
+            "scorers/math.py": "",
+            "scorers/registry.py": (
+                "import math\n"
+                "from reward_service.scorers import math\n"
+                "from . import math as slime_math\n"
+                "from .math import MathScorer\n"
+                "import reward_service.scorers.math\n"
+                "def load():\n"
+                "    from .. import scorers\n"
+                "    from . import math\n"
+                "    import reward_service.scorers.math as json\n"
+            ),
+        },
+    )
+    modules = _modules(package)
+    registry = "reward_service.scorers.registry"
+    found = bound_to_library_names(
+        package / "scorers/registry.py", registry, modules, {"math", "json"}
+    )
+    assert found == [
+        f"{registry}:2 binds reward_service.scorers.math to 'math', a library's name",
+        f"{registry}:8 binds reward_service.scorers.math to 'math', a library's name",
+        f"{registry}:9 binds reward_service.scorers.math to 'json', a library's name",
+    ]
+    scripts = tmp_path / "loadtest"
+    for relative in ("json.py", "memory.py", "yaml/__init__.py", "docs/page.md"):
+        (scripts / relative).parent.mkdir(parents=True, exist_ok=True)
+        (scripts / relative).write_text("")
+    assert shadowing_entries(scripts, {"json", "yaml", "docs", ROOT}) == [
+        f"{scripts / 'json.py'} shadows the library 'json'",
+        f"{scripts / 'yaml'} shadows the library 'yaml'",
+    ]
+    assert shadowing_entries(tmp_path, {ROOT}) == []
 
 
 GRADERS = ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers")
