@@ -3,8 +3,9 @@
 Each is a module-level function of the request, as Starlette's are, and
 reads what it needs from `request.app.state`, which `create_app` fills:
 `engine` (`ScoringEngine`), `settings`, `metrics` (`ServiceMetrics`),
-`admission` (`Admission`) and `token` (the API token's bytes, or None). So
-each can be read, and run in a test, with no other endpoint beside it.
+`admission` (`Admission`), `body_parser` (`bodies.BodyParser`) and `token`
+(the API token's bytes, or None). So each can be read, and run in a test,
+with no other endpoint beside it.
 
 Every endpoint that reads a body starts with `admitted`: the token checked,
 a slot admitted, the URL's scorer options checked, the body read. An
@@ -104,7 +105,8 @@ async def admitted(
     admission: Admission = request.app.state.admission
     with admission.admit() as claim:
         options = _route_options(request, scorer) if takes_options else NO_OPTIONS
-        body = await read_object(request, claim, request.app.state.settings)
+        state = request.app.state
+        body = await read_object(request, claim, state.settings, state.body_parser)
         yield Admitted(body, options)
 
 
