@@ -169,7 +169,7 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
         f"with ZygoteSandbox(required_layers={required!r}) as box:\n"
         "    limits = Limits(5, 256, 1024)\n"
         "    source = 'import os; print(sorted(os.listdir()), input()[::-1])'\n"
-        "    [run] = box.run(Program('python', source), [b'abc'], limits, 20)\n"
+        "    [run] = box.execute(Program('python', source), [b'abc'], limits, 20).outcomes()\n"
         "    print(' '.join(box.layers), run.kind.value, run.stdout.decode().strip())\n"
     )
     bounding = ",".join(["-all", *(f"+{c.lower()}" for c in capabilities)])

@@ -99,7 +99,7 @@ def describe(outcome: Outcome) -> dict[str, Any]:
 
 
 def one(sandbox: ZygoteSandbox, source: str, stdin: bytes = b"") -> Outcome:
-    (outcome,) = sandbox.run(Program("python", source), [stdin], LIMITS, budget_s=30)
+    (outcome,) = sandbox.execute(Program("python", source), [stdin], LIMITS, budget_s=30).outcomes()
     return outcome
 
 

@@ -181,9 +181,9 @@ class Harness:
         second run on the same stdin only if the first ended ok."""
         stdins = [stdin, stdin] if templated else [stdin]
         try:
-            outcomes = self.sandbox.run(
+            outcomes = self.sandbox.execute(
                 Program(language, source), stdins, limits, limits.time_s * 2 + 20
-            )
+            ).outcomes()
         except Exception as exc:  # the interface promises never to raise for a program
             return f"Sandbox.run raised {type(exc).__name__}: {exc}"
         return outcomes[0] if outcomes else "Sandbox.run returned no outcome"

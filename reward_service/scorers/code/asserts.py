@@ -123,7 +123,8 @@ class _Runs:
     def _run(self, driver: str, stdin: bytes, mark: str, count: int) -> _Reports:
         left = self.budget_s - (time.monotonic() - self.started)
         program = Program("python", driver)
-        outcomes = self.sandbox.run(program, [stdin], self.limits, left, True) if left > 0 else []
+        run = self.sandbox.execute(program, [stdin], self.limits, left) if left > 0 else None
+        outcomes = [] if run is None else run.outcomes()
         if not outcomes:
             return _Reports([], False, None)
         values = [value for reading, value in driver_results(outcomes[0].stdout, mark)]

@@ -281,7 +281,11 @@ class CodeScorer(Scorer):
             remaining = self.budget_s - (time.monotonic() - started)
             part = stdins[done : done + chunk] if stop else stdins[done:]
             outcomes = (
-                self.sandbox.run(program, part, limits, remaining, stop) if remaining > 0 else []
+                self.sandbox.execute(
+                    program, part, limits, remaining, stop_at_first_failure=stop
+                ).outcomes()
+                if remaining > 0
+                else []
             )
             if outcomes and outcomes[0].kind is Kind.COMPILE_ERROR:
                 message = outcomes[0].stderr[:STDERR_CHARS]  # a compiler's first errors

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import Kind, Limits, Outcome, Program
+from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import JSON, Status
 from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.code.drivers import big_ints
@@ -263,18 +263,20 @@ class RecordingSandbox:
     calls: list[tuple[int, Limits, bool]] = field(default_factory=list)
     layers: Sequence[str] = ("recording",)
 
-    def run(
+    def execute(
         self,
         program: Program,
         stdins: Sequence[bytes],
         limits: Limits,
         budget_s: float,
+        *,
         stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
+        **ignored: Any,
+    ) -> Execution:
         self.calls.append((len(stdins), limits, stop_at_first_failure))
         count = min(len(stdins), self.runs_left)
         self.runs_left -= count
-        return [Outcome(Kind.OK, b"1\n", "", 0, 0.0)] * count
+        return Execution(None, [Outcome(Kind.OK, b"1\n", "", 0, 0.0)] * count)
 
     def close(self) -> None:
         """Nothing to stop."""
@@ -356,18 +358,20 @@ class ForgingSandbox(RecordingSandbox):
 
     lines: tuple[str, ...] = ()
 
-    def run(
+    def execute(
         self,
         program: Program,
         stdins: Sequence[bytes],
         limits: Limits,
         budget_s: float,
+        *,
         stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
+        **ignored: Any,
+    ) -> Execution:
         mark = re.search(r"<<reward-service [0-9a-f]+>>", program.source)
         assert mark is not None
         stdout = "".join(f"\n{mark.group()}{line}\n" for line in self.lines).encode()
-        return [Outcome(Kind.OK, stdout, "", 0, 0.0)] * len(stdins)
+        return Execution(None, [Outcome(Kind.OK, stdout, "", 0, 0.0)] * len(stdins))
 
 
 @pytest.mark.parametrize(
