@@ -15,7 +15,8 @@ from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import JSON, Status
 from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.code.drivers import big_ints
-from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer, default_sandbox
+from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer
+from reward_service.scorers.code.sandboxed import default_sandbox
 
 ARGS = [1, 4, 7]
 """The tests' inputs; a wrong solution is right on the first two only."""
