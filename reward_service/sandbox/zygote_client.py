@@ -132,6 +132,7 @@ class ZygoteSandbox:
     def __init__(
         self,
         scratch_mb: int = 64,
+        *,
         required_layers: Iterable[str] = (),
         toolchain_path: str = "",
         languages: Iterable[str] | None = None,

@@ -376,7 +376,7 @@ def main() -> int:
     from reward_service.sandbox.zygote_client import ZygoteSandbox
     from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
 
-    sandbox = ZygoteSandbox(SCRATCH_MB, (), DEFAULT_TOOLCHAIN_PATH, ["cpp"])
+    sandbox = ZygoteSandbox(SCRATCH_MB, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["cpp"])
     harness = Harness(sandbox, args.results)
     try:
         harness.emit("layers", layers=list(sandbox.layers), profile=args.profile)

@@ -25,7 +25,7 @@ from reward_service.scorers.base import (
     StartupCheck,
     Status,
 )
-from reward_service.scorers.code.asserts import AssertSuites
+from reward_service.scorers.code.asserts import AssertLimits, AssertSuite, AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
 from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
 from reward_service.scorers.code.compare import (
@@ -235,13 +235,14 @@ class CodeScorer(SandboxedScorer):
             program = Program("python", call_driver(source, suite.fn_name, mark))
             judge = _call_judge(suite, answer.tolerance, mark)
         else:
-            program = Program(language, source, answer.standard if language != "python" else None)
+            dialect = answer.standard if language != "python" else None
+            program = Program(language, source, dialect=dialect)
             judge = _stdin_judge(suite, answer.tolerance)
         stdins = [text.encode() for text in suite.inputs]
-        return self._run_each(program, stdins, answer.limits, judge, not answer.partial)
+        return self._run_each(program, stdins, answer.limits, judge, stop=not answer.partial)
 
     def _run_each(
-        self, program: Program, stdins: Sequence[bytes], limits: Limits, judge: Judge, stop: bool
+        self, program: Program, stdins: Sequence[bytes], limits: Limits, judge: Judge, *, stop: bool
     ) -> Verdicts:
         """One run per stdin; when `stop`, in chunks of 1, 2, 4... so a wrong output ends early."""
         started = time.monotonic()
@@ -269,9 +270,8 @@ class CodeScorer(SandboxedScorer):
             done += len(outcomes)
             if len(outcomes) < len(part):
                 unrun = range(done, len(stdins) if not stop else done + 1)
-                return Verdicts(
-                    [*failures, *(Failure(i, Kind.TIME_LIMIT.value, BUDGET) for i in unrun)], True
-                )
+                unrun_failures = (Failure(i, Kind.TIME_LIMIT.value, BUDGET) for i in unrun)
+                return Verdicts([*failures, *unrun_failures], budget_out=True)
             chunk *= 2
         return Verdicts(failures)
 
@@ -281,11 +281,11 @@ class CodeScorer(SandboxedScorer):
         return self._asserts.verdicts(
             self.sandbox,
             source,
-            (suite.inputs, suite.setup, suite.fn_name),
-            (answer.limits, self.code.max_time_limit_s),
-            not answer.partial,
-            answer.tolerance,
-            self.budget_s,
+            AssertSuite(suite.inputs, suite.setup, suite.fn_name),
+            AssertLimits(answer.limits, self.code.max_time_limit_s),
+            stop=not answer.partial,
+            tolerance=answer.tolerance,
+            budget_s=self.budget_s,
         )
 
 
