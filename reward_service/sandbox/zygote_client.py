@@ -150,8 +150,6 @@ class ZygoteSandbox:
         for language in set(TOOLCHAINS) - set(self.toolchains):
             self.toolchains[language] = "not enabled in this sandbox"
         self._pch = pch_of(pch_dir, self.toolchains.get("cpp"))
-        self._build_broken: str | None = None
-        """Why the last build could not run (a layer, or the toolchain here), if so."""
         self._build_time_s, self._build_memory_mb = build_time_s, build_memory_mb
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
@@ -211,8 +209,7 @@ class ZygoteSandbox:
         started = time.monotonic()
         outcomes: list[Outcome] = []
         build: Outcome | None = None
-        broken: str | None = None
-        """Why the build could not run here (a layer, or the toolchain), if so."""
+        broken: str | None = None  # why the build could not run here (a layer, the toolchain)
         for _ in range(2):  # a zygote lost on the way is replaced once; the runs left go on
             left = stdins[len(outcomes) :]
             if (
