@@ -29,6 +29,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reward_service.errors import InvalidSetting, Overloaded
+from reward_service.grading.deadlines import resolve_deadlines
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
@@ -167,7 +168,7 @@ class ScoringEngine:
         """
         self.registry.require(self.settings.default_scorer)
         scorer_settings = self._scorer_settings()
-        deadlines = {name: self.deadline_for(name) for name in self.registry.names()}
+        deadlines = resolve_deadlines(self.settings, self.registry)
         self.limits = replace(self.limits, deadlines=deadlines)
         self.registry = self.registry.configured(self.limits, scorer_settings)
         # The checks (a sandbox probe, toolchains' versions, checker data) take a second or
@@ -263,11 +264,6 @@ class ScoringEngine:
                 problem = cls.option_problem(option, value)
                 if problem is not None:
                     raise InvalidSetting(f"REWARD_SCORER_OPTIONS: {problem}")
-
-    def deadline_for(self, name: str) -> float:
-        """The hard deadline of one grading with scorer `name`: settings, else the scorer's own."""
-        own = self.registry.scorer_class(name).deadline_s if name in self.registry else None
-        return self.settings.deadline_for(name, own)
 
     def drain(self) -> None:
         """Stop reporting ready; work already accepted still completes."""
@@ -413,7 +409,7 @@ class ScoringEngine:
         if issubclass(self.registry.scorer_class(name), AsyncScorer):
             return await self._run_async(name, samples)
         items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
-        deadline_s = self.deadline_for(name)
+        deadline_s = self.limits.deadlines[name]
         self.in_flight += len(samples)
         try:
             affinity = hash((name, repr(samples[0].label)))
@@ -455,7 +451,7 @@ class ScoringEngine:
         scorer = self.registry.get(name)
         assert isinstance(scorer, AsyncScorer)
         bound = self._bounds[self.registry.base_of(name)]
-        deadline_s = self.deadline_for(name)
+        deadline_s = self.limits.deadlines[name]
 
         async def one(sample: Sample) -> Score:
             async with bound:

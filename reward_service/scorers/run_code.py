@@ -56,7 +56,7 @@ class RunCodeScorer(Scorer):
         assert isinstance(self.settings, CodeSettings)
         self.code: CodeSettings = self.settings
         self.caps = caps
-        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
+        deadline = self.limits.deadline_for(type(self))
         self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
         """Seconds the run may take, compiling included, inside the hard deadline."""
         self._factory = sandbox_factory or sandbox_for

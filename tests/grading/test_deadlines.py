@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 
 from reward_service.errors import InvalidSetting
-from reward_service.grading.engine import ScoringEngine
+from reward_service.grading.deadlines import resolve_deadlines
 from reward_service.scorers import GradingLimits, ScorerRegistry
 from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.exact import ExactScorer
 from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer
 from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
 from reward_service.scorers.registry import BUILTINS
@@ -20,6 +20,7 @@ from reward_service.settings import Settings
 
 NAMED = {"code": 45, "boxed_f1": 7, "math_verify": 5, "judge": 90, "boxed_math_judge": 100}
 """`REWARD_SCORER_DEADLINES` of the last case below."""
+FAKE = "reward_service.testing:FakeScorer"
 
 
 def _table(rest: float, **special: float) -> dict[str, float]:
@@ -33,13 +34,12 @@ OWN |= {"judge": 60.0, "boxed_judge": 60.0, "math_judge": 60.0, "boxed_math_judg
 
 def _resolved(settings: Settings) -> dict[str, float]:
     """The deadline of every built-in scorer as the engine resolves it."""
-    engine = ScoringEngine(settings, registry=ScorerRegistry(BUILTINS))
-    return {name: engine.deadline_for(name) for name in engine.registry.names()}
+    return resolve_deadlines(settings, ScorerRegistry(BUILTINS))
 
 
 def _limits(settings: Settings) -> GradingLimits:
     """The limits the engine hands its scorers."""
-    return replace(GradingLimits(), deadlines=_resolved(settings))
+    return GradingLimits(deadlines=_resolved(settings))
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,34 @@ def test_a_scorer_built_outside_an_engine_has_its_own_deadline() -> None:
     """A test or a bench building a code scorer alone gets its declared 30 s."""
     assert CodeScorer(GradingLimits()).budget_s == 29
     assert RunCodeScorer(GradingLimits()).budget_s == 29
+
+
+def test_a_boxed_scorer_keeps_its_inner_scorers_deadline_unless_it_has_its_own() -> None:
+    """`boxed_math_verify` gets `math_verify`'s setting; `boxed_f1` its own; `boxed_exact` the
+    service's."""
+    settings = Settings(scorer_deadlines={"math_verify": 20, "boxed_f1": 7})
+    deadlines = resolve_deadlines(settings, ScorerRegistry(BUILTINS))
+    assert deadlines["boxed_math_verify"] == 20
+    assert (deadlines["boxed_f1"], deadlines["f1"]) == (7, settings.deadline_s)
+    assert deadlines["boxed_exact"] == settings.deadline_s
+
+
+def test_a_scorers_own_deadline_applies_unless_a_setting_names_it() -> None:
+    """`code`'s own 30 s beats `REWARD_DEADLINE_S`; a setting naming it beats both."""
+    registry = ScorerRegistry(BUILTINS)
+    assert resolve_deadlines(Settings(deadline_s=20), registry)["code"] == 30
+    assert resolve_deadlines(Settings(scorer_deadlines={"code": 45}), registry)["code"] == 45
+
+
+def test_a_scorer_named_with_the_prefix_is_not_a_boxed_variant() -> None:
+    """A plugin registered as `boxed_fake` is a scorer of its own: `fake`'s setting is not its."""
+    registry = ScorerRegistry({"fake": FAKE, "boxed_fake": FAKE})
+    deadlines = resolve_deadlines(Settings(scorer_deadlines={"fake": 3}), registry)
+    assert (deadlines["fake"], deadlines["boxed_fake"]) == (3, Settings().deadline_s)
+
+
+def test_a_scorer_declaring_no_deadline_has_none_outside_an_engine() -> None:
+    """Outside an engine only a declared deadline is known: no number is made up."""
+    with pytest.raises(LookupError, match="no deadline for scorer 'exact'"):
+        GradingLimits().deadline_for(ExactScorer)
+    assert GradingLimits(deadlines={"exact": 4.0}).deadline_for(ExactScorer) == 4.0

@@ -156,7 +156,7 @@ class CodeScorer(Scorer):
         super().__init__(limits, settings)
         assert isinstance(self.settings, CodeSettings)
         self.code: CodeSettings = self.settings
-        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
+        deadline = self.limits.deadline_for(type(self))
         self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
         """Seconds one answer's tests may take in all, inside its hard deadline."""
         self._factory = sandbox_factory or default_sandbox
