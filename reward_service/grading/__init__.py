@@ -4,4 +4,5 @@ engine     `ScoringEngine`: screens in the server, dispatches to workers, applie
 deadlines  `resolve_deadlines`: which hard deadline each scorer's gradings get
 pool       `WorkerPool`: worker processes driven from the event loop, deadlines, respawns
 sample     `Sample`: one answer to grade, with its label and the scorer chosen for it
+worker     what runs inside a worker: its loop, its set-up (`WorkerConfig`), its grading
 """

@@ -1,11 +1,12 @@
 """The scoring engine: worker processes, deadlines, screening, fallbacks.
 
-Grading runs in worker processes (`reward_service.grading.pool`), never on the
-event loop nor in threads, so math_verify keeps its signal-based timeouts
-and nothing it does can stall the server. Each grading has a hard deadline;
-a worker that overruns is killed and replaced and the request gets the
-fallback reward with status `timeout`. A worker that dies (OOM, SIGKILL)
-has its task retried once on a fresh worker.
+Grading runs in worker processes (driven by `grading.pool`, running
+`grading.worker`), never on the event loop nor in threads, so math_verify
+keeps its signal-based timeouts and nothing it does can stall the server.
+Each grading has a hard deadline (`grading.deadlines`); a worker that
+overruns is killed and replaced and the request gets the fallback reward
+with status `timeout`. A worker that dies (OOM, SIGKILL) has its task
+retried once on a fresh worker.
 
 Scorer options reach a sample from three places; per option, the first that
 sets it wins: the sample's label object, the request's URL query (checked by
@@ -20,15 +21,15 @@ other's.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import multiprocessing
-import os
-import resource
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from reward_service.errors import InvalidSetting, Overloaded
+from reward_service.grading import worker
 from reward_service.grading.deadlines import resolve_deadlines
 from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
 from reward_service.grading.sample import Sample
@@ -38,7 +39,6 @@ from reward_service.scorers.base import (
     JSON,
     NO_OPTIONS,
     AsyncScorer,
-    Scorer,
     ScorerSettings,
     ScoringInput,
     StartupCheck,
@@ -50,46 +50,6 @@ log = logging.getLogger("reward_service.grading.engine")
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
 _MAX_NAME_ECHO = 64
-
-_registry: ScorerRegistry | None = None
-
-
-def _worker_init(
-    limits: GradingLimits,
-    extra: dict[str, str],
-    memory_mb: int,
-    settings: dict[str, ScorerSettings],
-    nice: int,
-    only: list[str] | None = None,
-) -> None:
-    """Runs once in each worker: lower its priority, cap its memory, build the CPU-bound
-    scorers (those of `only`, when given), open them (a zygote started here inherits both)."""
-    global _registry
-    os.nice(nice)
-    cap = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    _registry = ScorerRegistry.discover(limits, extra, settings)
-    if only is not None:
-        _registry = _registry.only(only)
-    for scorer in _registry.build(Scorer):
-        assert isinstance(scorer, Scorer)
-        scorer.open()
-
-
-def _grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
-    """Runs in a worker: grade items with one scorer, every failure a status."""
-    assert _registry is not None, "worker not initialised"
-    try:
-        graded = _registry.get(scorer)
-        assert isinstance(graded, Scorer)
-        scores = graded.score_many(items)
-    except MemoryError:
-        return [Score.error("worker memory cap reached")] * len(items)
-    except Exception as exc:  # a scorer bug must cost its answers, not the worker
-        return [Score.error(f"scorer raised {type(exc).__name__}")] * len(items)
-    if len(scores) != len(items):
-        return [Score.error(f"scorer returned {len(scores)} scores for {len(items)}")] * len(items)
-    return scores
 
 
 @dataclass(frozen=True)
@@ -176,18 +136,18 @@ class ScoringEngine:
         # thread beside the loop. A required check that fails still stops start-up.
         checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
+        context.set_forkserver_preload([worker.__name__, *self.registry.modules()])
+        config = worker.WorkerConfig(
+            limits=self.limits,
+            memory_mb=self.settings.worker_memory_mb,
+            nice=self.settings.worker_nice,
+            extra_scorers=self.settings.extra_scorers,
+            scorer_settings=scorer_settings,
+            only=self._only,
+        )
         pool = WorkerPool(
-            size=self.settings.workers,
-            initializer=_worker_init,
-            initargs=(
-                self.limits,
-                self.settings.extra_scorers,
-                self.settings.worker_memory_mb,
-                scorer_settings,
-                self.settings.worker_nice,
-                self._only,
-            ),
+            self.settings.workers,
+            functools.partial(worker.set_up, config=config),
             max_tasks=self.settings.worker_max_tasks,
             context=context,
             on_restart=self._on_restart,
@@ -419,7 +379,7 @@ class ScoringEngine:
                 "answer_excerpt": excerpt(samples[0].response),
             }
             result: list[Score] = await self._pool.run(
-                _grade, (name, items), deadline_s, affinity, context
+                worker.grade, (name, items), deadline_s, affinity=affinity, context=context
             )
             return result
         except PoolClosed:
