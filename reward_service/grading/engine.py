@@ -28,10 +28,17 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from reward_service.errors import InvalidSetting, Overloaded
+from reward_service.errors import (
+    DeadlineExceeded,
+    InvalidSetting,
+    Overloaded,
+    PoolClosed,
+    TaskFailed,
+    WorkerDied,
+)
 from reward_service.grading import worker
 from reward_service.grading.deadlines import resolve_deadlines
-from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
+from reward_service.grading.pool import WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
@@ -372,7 +379,7 @@ class ScoringEngine:
         deadline_s = self.limits.deadlines[name]
         self.in_flight += len(samples)
         try:
-            affinity = hash((name, repr(samples[0].label)))
+            affinity = _affinity(name, samples[0].label)
             context = {
                 "request_id": request_id.get(),
                 "scorer": name,
@@ -390,7 +397,7 @@ class ScoringEngine:
         except WorkerDied as exc:
             failure = Score.error(f"worker died ({exc})")
             event = "grading worker died on this answer twice"
-        except RuntimeError as exc:
+        except TaskFailed as exc:
             failure = Score.error(str(exc))
             event = "grading failed"
         finally:
@@ -450,6 +457,16 @@ class ScoringEngine:
             return settled
         [score] = await self._run(name, [sample])
         return score
+
+
+def _affinity(name: str, label: JSON) -> int | None:
+    """Which worker the answers to `label` prefer (its caches hold the label), or None for
+    a label nested too deep to print: it cannot be sent to a worker either, and fails there
+    as `TaskFailed`."""
+    try:
+        return hash((name, repr(label)))
+    except RecursionError:
+        return None
 
 
 def _with_options(sample: Sample, options: Mapping[str, JSON]) -> Sample:

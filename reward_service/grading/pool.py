@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from reward_service.errors import DeadlineExceeded, PoolClosed, TaskFailed, WorkerDied
 from reward_service.grading.worker import READY, serve
 
 log = logging.getLogger("reward_service.grading.pool")
@@ -56,18 +57,6 @@ _LOOKAHEAD = 64
 """How far into the queue a free worker looks for a task that prefers it."""
 PIPELINE = 2
 """Tasks sent ahead to one worker: the one it runs and the one it runs next."""
-
-
-class DeadlineExceeded(Exception):
-    """The task ran past its deadline; its worker was killed."""
-
-
-class PoolClosed(Exception):
-    """The pool is closing: the task was not run and will not be."""
-
-
-class WorkerDied(Exception):
-    """The worker running the task died, on every attempt."""
 
 
 class _Results(asyncio.Protocol):
@@ -256,7 +245,7 @@ class WorkerPool:
         affinity: int | None = None,
         context: Mapping[str, Any] | None = None,
     ) -> asyncio.Future[Any]:
-        """Queue `fn(*args)` for a worker; the future raises the task's failure.
+        """Queue `fn(*args)` for a worker; the future raises the task's failure, a `PoolError`.
 
         Tasks of equal `affinity` prefer one worker (its caches stay warm), as
         long as that leaves no worker idle and skips at most `_LOOKAHEAD` tasks.
@@ -296,7 +285,7 @@ class WorkerPool:
         try:
             frame = _frame((task.fn, task.args))
         except Exception as exc:  # e.g. RecursionError on absurdly nested JSON
-            task.future.set_exception(RuntimeError(f"task cannot be sent to a worker: {exc!r}"))
+            task.future.set_exception(TaskFailed(f"task cannot be sent to a worker: {exc!r}"))
             return
         worker.tasks.append(task)
         worker.write(frame)
@@ -330,7 +319,7 @@ class WorkerPool:
             if succeeded:
                 task.future.set_result(value)
             else:
-                task.future.set_exception(RuntimeError(value))
+                task.future.set_exception(TaskFailed(value))
         if self._max_tasks and worker.done >= self._max_tasks and not self._closing:
             self._retire(worker, "recycled")
         self._dispatch()
