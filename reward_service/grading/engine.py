@@ -89,6 +89,7 @@ class ScoringEngine:
     def __init__(
         self,
         settings: Settings,
+        *,
         registry: ScorerRegistry | None = None,
         on_graded: Callable[[Graded], None] | None = None,
         on_restart: Callable[[str], None] | None = None,
@@ -331,9 +332,9 @@ class ScoringEngine:
         elapsed_ms = (time.perf_counter() - started) * 1000
         graded = [
             Graded(
-                self._with_fallback(score),
-                name if name in self.registry else UNKNOWN_SCORER,
-                elapsed_ms,
+                score=self._with_fallback(score),
+                scorer=name if name in self.registry else UNKNOWN_SCORER,
+                elapsed_ms=elapsed_ms,
             )
             for score, name in zip(scores, names, strict=True)
             if score is not None
@@ -451,7 +452,7 @@ class ScoringEngine:
         if name not in self.registry or issubclass(self.registry.scorer_class(name), AsyncScorer):
             return Score.error(f"{name[:_MAX_NAME_ECHO]!r} is not a CPU-bound scorer")
         prompt, response, label, options = item
-        sample = Sample(response, label, prompt, name, options)
+        sample = Sample(response, label, prompt=prompt, scorer=name, options=options)
         settled = self._precheck(sample, name)
         if settled is not None:
             return settled

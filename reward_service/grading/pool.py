@@ -228,7 +228,7 @@ class WorkerPool:
         finally:
             task_reader.close()
             result_writer.close()
-        worker = _Worker(process, slot, _pidfd(process.pid))
+        worker = _Worker(process, slot, pidfd=_pidfd(process.pid))
         self._workers.append(worker)
         worker.writer, _ = await self._loop.connect_write_pipe(asyncio.BaseProtocol, task_writer)
         worker.reader, _ = await self._loop.connect_read_pipe(
@@ -254,7 +254,14 @@ class WorkerPool:
         if self._loop is None or self._closing:
             raise PoolClosed("worker pool is not running")
         slot = affinity % self.size if affinity is not None else None
-        task = _Task(fn, args, deadline_s, self._loop.create_future(), slot, context or {})
+        task = _Task(
+            fn,
+            args,
+            deadline_s=deadline_s,
+            future=self._loop.create_future(),
+            affinity=slot,
+            context=context or {},
+        )
         self._queue.append(task)
         self._dispatch()
         return task.future
