@@ -262,6 +262,7 @@ class WorkerPool:
             affinity=slot,
             context=context or {},
         )
+        task.future.add_done_callback(functools.partial(self._on_settled, task))
         self._queue.append(task)
         self._dispatch()
         return task.future
@@ -340,6 +341,23 @@ class WorkerPool:
         worker.exit_cause = "deadline"
         self._requeue_waiting(worker)
         self._kill(worker)
+
+    def _on_settled(self, task: _Task, future: asyncio.Future[Any]) -> None:
+        """A task's future is done. Cancelled (its client hung up) while a worker runs it: the
+        worker is killed and replaced, so no one's abandoned work holds it. Queued, the task
+        is dropped when its turn comes; sent behind another, it runs (its result unread)."""
+        if not future.cancelled():
+            return
+        for worker in self._workers:
+            if worker.tasks and worker.tasks[0] is task:
+                worker.tasks.popleft()
+                if worker.timer is not None:
+                    worker.timer.cancel()
+                    worker.timer = None
+                worker.exit_cause = "abandoned"
+                self._requeue_waiting(worker)
+                self._kill(worker)
+                return
 
     def _requeue_waiting(self, worker: _Worker) -> None:
         """Tasks sent to a worker that will never start them go back to the queue's front."""
