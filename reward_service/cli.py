@@ -88,7 +88,7 @@ async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
     body = {"prompt": args.prompt, "response": response, "label": _parse_label(args.label)}
     sample = sample_from_json(body)
     scorer = sample.scorer or args.scorer or settings.default_scorer
-    engine = ScoringEngine(settings, only={scorer})
+    engine = ScoringEngine(settings, only={scorer}, start_method="fork")
     print(f"reward-service: starting a grading worker for {scorer} ...", file=sys.stderr)
     await engine.start()
     try:

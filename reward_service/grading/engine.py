@@ -24,9 +24,11 @@ import asyncio
 import functools
 import logging
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from reward_service.errors import (
     DeadlineExceeded,
@@ -94,9 +96,18 @@ class ScoringEngine:
         on_graded: Callable[[Graded], None] | None = None,
         on_restart: Callable[[str], None] | None = None,
         only: Collection[str] | None = None,
+        start_method: Literal["forkserver", "fork"] = "forkserver",
     ) -> None:
         """`only`: serve just these scorers (and the default one), checking, importing and
-        opening nothing else."""
+        opening nothing else.
+
+        `start_method`: how a worker process starts. `forkserver` (the service): forked
+        from a clean process that preloaded `grading.worker` and the scorers' modules, so a
+        worker holds nothing of the server. `fork` (a one-shot command, `reward-service
+        score`): forked from this process, which has imported the worker's room already,
+        sparing a fresh interpreter and its imports; the start-up checks then run before
+        any worker starts, on this thread, since a forked process must inherit no thread.
+        """
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
         self._on_restart = on_restart or (lambda cause: None)
@@ -107,6 +118,7 @@ class ScoringEngine:
         )
         self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
         self._only = None if only is None else sorted({*only, settings.default_scorer})
+        self._start_method = start_method
         if self._only is not None:
             self.registry = self.registry.only(self._only)
         self._check_scorer_options()
@@ -139,27 +151,15 @@ class ScoringEngine:
         deadlines = resolve_deadlines(self.settings, self.registry)
         self.limits = replace(self.limits, deadlines=deadlines)
         self.registry = self.registry.configured(self.limits, scorer_settings)
-        # The checks (a sandbox probe, toolchains' versions, checker data) take a second or
-        # two of waiting on other processes, as does the pool's start: side by side, in a
-        # thread beside the loop. A required check that fails still stops start-up.
-        checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([worker.__name__, *self.registry.modules()])
-        config = worker.WorkerConfig(
-            limits=self.limits,
-            memory_mb=self.settings.worker_memory_mb,
-            nice=self.settings.worker_nice,
-            extra_scorers=self.settings.extra_scorers,
-            scorer_settings=scorer_settings,
-            only=self._only,
-        )
-        pool = WorkerPool(
-            self.settings.workers,
-            functools.partial(worker.set_up, config=config),
-            max_tasks=self.settings.worker_max_tasks,
-            context=context,
-            on_restart=self._on_restart,
-        )
+        if self._start_method == "fork":
+            self._run_checks(scorer_settings)
+            checks = asyncio.ensure_future(asyncio.sleep(0))
+        else:
+            # The checks (a sandbox probe, toolchains' versions, checker data) take a second
+            # or two of waiting on other processes, as does the pool's start: side by side,
+            # in a thread beside the loop. A required check that fails still stops start-up.
+            checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
+        pool = self._new_pool(scorer_settings)
         starting = asyncio.ensure_future(pool.start())
         try:
             await asyncio.wait({checks, starting}, return_when=asyncio.FIRST_EXCEPTION)
@@ -180,6 +180,29 @@ class ScoringEngine:
             self._opened.append(scorer)
             self._bounds[scorer.name] = asyncio.Semaphore(scorer.concurrency)
         log.info("grading pool ready", extra={"workers": self.settings.workers})
+
+    def _new_pool(self, scorer_settings: dict[str, ScorerSettings]) -> WorkerPool:
+        """The worker pool, not yet started, its workers set up as `grading.worker` says."""
+        context = multiprocessing.get_context(self._start_method)
+        if self._start_method == "forkserver":
+            context.set_forkserver_preload([worker.__name__, *self.registry.modules()])
+        elif threading.active_count() > 1:
+            raise RuntimeError("workers cannot fork from a process running other threads")
+        config = worker.WorkerConfig(
+            limits=self.limits,
+            memory_mb=self.settings.worker_memory_mb,
+            nice=self.settings.worker_nice,
+            extra_scorers=self.settings.extra_scorers,
+            scorer_settings=scorer_settings,
+            only=self._only,
+        )
+        return WorkerPool(
+            self.settings.workers,
+            functools.partial(worker.set_up, config=config),
+            max_tasks=self.settings.worker_max_tasks,
+            context=context,
+            on_restart=self._on_restart,
+        )
 
     def _scorer_settings(self) -> dict[str, ScorerSettings]:
         """Each scorer's own settings, read and validated (`InvalidSetting` if refused)."""
