@@ -152,7 +152,7 @@ class ScoringEngine:
         self.limits = replace(self.limits, deadlines=deadlines)
         self.registry = self.registry.configured(self.limits, scorer_settings)
         if self._start_method == "fork":
-            self._run_checks(scorer_settings)
+            self._run_checks(scorer_settings)  # here, before any fork: no thread for it
             checks = asyncio.ensure_future(asyncio.sleep(0))
         else:
             # The checks (a sandbox probe, toolchains' versions, checker data) take a second
