@@ -33,8 +33,8 @@ from reward_service.scorers.base import (
     ScorerSettings,
     ScoringInput,
 )
-from reward_service.scorers.math_dataset import closing_brace
 from reward_service.scorers.reasoning import KEEP, Unanswered, final_answer
+from reward_service.scorers.slime.math_dataset import closing_brace
 
 BOXED_PREFIX = "boxed_"
 _BOX = "\\boxed"

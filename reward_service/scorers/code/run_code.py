@@ -17,14 +17,14 @@ from typing import ClassVar
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Outcome, Program, Sandbox
 from reward_service.scorers.base import JSON, GradingLimits, Score, ScorerSettings, Status
-from reward_service.scorers.code.sandboxed import SandboxedScorer, SandboxFactory
-from reward_service.scorers.run_request import (
+from reward_service.scorers.code.run_request import (
     FILE_CAPS,
     FileCaps,
     RequestError,
     RunRequest,
     read_request,
 )
+from reward_service.scorers.code.sandboxed import SandboxedScorer, SandboxFactory
 
 
 class RunCodeScorer(SandboxedScorer):

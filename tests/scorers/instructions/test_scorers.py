@@ -7,8 +7,9 @@ from collections.abc import Mapping
 import pytest
 
 from reward_service.scorers.base import JSON, GradingLimits, Status
-from reward_service.scorers.instructions import checkers, instruction_scorers
-from reward_service.scorers.instructions.instruction_scorers import (
+from reward_service.scorers.instructions import checkers
+from reward_service.scorers.instructions import scorers as instruction_scorers
+from reward_service.scorers.instructions.scorers import (
     NOT_COMPUTED,
     IfBenchScorer,
     IfEvalScorer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.deepscaler import DeepScalerScorer
+from reward_service.scorers.slime.deepscaler import DeepScalerScorer
 
 SCORER = DeepScalerScorer()
 

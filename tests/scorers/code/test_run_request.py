@@ -7,8 +7,13 @@ from typing import Any
 
 import pytest
 
-from reward_service.scorers.code.code_settings import CodeSettings
-from reward_service.scorers.run_request import FileCaps, RequestError, read_request, relative_path
+from reward_service.scorers.code.run_request import (
+    FileCaps,
+    RequestError,
+    read_request,
+    relative_path,
+)
+from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(max_memory_mb=1000)
 CAPS = FileCaps(count=2, bytes=16)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reward_service.scorers.base import Status
-from reward_service.scorers.random_reward import RandomScorer
+from reward_service.scorers.slime.random_reward import RandomScorer
 
 
 def test_draws_are_zero_or_one_and_both_occur() -> None:

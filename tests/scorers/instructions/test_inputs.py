@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reward_service.scorers.base import JSON
-from reward_service.scorers.instructions.instruction_inputs import (
+from reward_service.scorers.instructions.inputs import (
     instruction_ids,
     instruction_kwargs,
     read_instructions,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.dapo import DapoScorer, normalize_final_answer
+from reward_service.scorers.slime.dapo import DapoScorer, normalize_final_answer
 
 SCORER = DapoScorer()
 

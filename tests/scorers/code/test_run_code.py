@@ -11,9 +11,9 @@ import pytest
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Score, Status
-from reward_service.scorers.code.code_settings import CodeSettings
-from reward_service.scorers.run_code import RunCodeScorer
-from reward_service.scorers.run_request import FileCaps
+from reward_service.scorers.code.run_code import RunCodeScorer
+from reward_service.scorers.code.run_request import FileCaps
+from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)

@@ -5,7 +5,7 @@ Both ask one `JudgeEndpoint` (shared, `REWARD_JUDGE__*`) and never guess: an
 answer the judge gave no verdict on is status `judge_failed` with the fallback
 reward, or, with `on_outage=retry_later`, an endpoint outage is a 503 with
 `Retry-After`. The judge is shown the answer region (`scorers.reasoning`, option
-`think`) as `judge_answer` shows it, framed by `judge_prompt`; an answer that
+`think`) as `answer` shows it, framed by `prompt`; an answer that
 wrote to the grader is never cached. `math_judge` never overrides the rule's
 `ok`, and overturns its `wrong` only by judging the answer the rule extracted
 (`pred`), never the text around it; `?detail=1` says which decided (`path`:
@@ -31,10 +31,10 @@ from reward_service.scorers.base import (
     Status,
 )
 from reward_service.scorers.labels import gold_texts
-from reward_service.scorers.llm_judge import judge_client
-from reward_service.scorers.llm_judge.judge_answer import shown_answer
-from reward_service.scorers.llm_judge.judge_client import OUTAGES, JudgeEndpoint, Outcome
-from reward_service.scorers.llm_judge.judge_prompt import (
+from reward_service.scorers.llm_judge import client as judge_client
+from reward_service.scorers.llm_judge.answer import shown_answer
+from reward_service.scorers.llm_judge.client import OUTAGES, JudgeEndpoint, Outcome
+from reward_service.scorers.llm_judge.prompt import (
     EQUIVALENCE_TEMPLATE,
     TemplateError,
     Verdict,
@@ -43,7 +43,7 @@ from reward_service.scorers.llm_judge.judge_prompt import (
     question_text,
     render,
 )
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.scorers.math_verify.scorer import EXTRACTION_MODES
 from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from reward_service.sandbox import LANGUAGES, Limits
 from reward_service.scorers.base import JSON
-from reward_service.scorers.code.code_settings import CodeSettings, MiB
+from reward_service.scorers.code.settings import CodeSettings, MiB
 
 RUNNERS = {
     "python": "python",

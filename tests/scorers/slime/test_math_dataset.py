@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from reward_service.scorers import math_dataset
 from reward_service.scorers.base import JSON, GradingLimits, Status
-from reward_service.scorers.math import MathScorer
-from reward_service.scorers.math_dataset import hendrycks_normal, last_boxed
+from reward_service.scorers.slime import math_dataset
+from reward_service.scorers.slime.math import MathScorer
+from reward_service.scorers.slime.math_dataset import hendrycks_normal, last_boxed
 
 SCORER = MathScorer()
 HUGE = "x" * 1_000_000

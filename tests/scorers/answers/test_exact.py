@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from reward_service.scorers.answers.exact import ExactScorer
 from reward_service.scorers.base import JSON
-from reward_service.scorers.exact import ExactScorer
 
 
 @pytest.mark.parametrize(

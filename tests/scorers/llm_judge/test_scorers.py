@@ -18,11 +18,12 @@ import pytest
 from reward_service.bench.chat_stand_in import ChatStandIn, Reply, completion, verdicts
 from reward_service.errors import InvalidSetting, JudgeUnavailable
 from reward_service.scorers.base import GradingLimits, Score, Status
-from reward_service.scorers.llm_judge import judge_client, judge_scorers
-from reward_service.scorers.llm_judge.judge_limits import CircuitBreaker
-from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
-from tests.scorers.llm_judge.test_judge_limits import Clock
+from reward_service.scorers.llm_judge import client as judge_client
+from reward_service.scorers.llm_judge import scorers as judge_scorers
+from reward_service.scorers.llm_judge.limits import CircuitBreaker
+from reward_service.scorers.llm_judge.scorers import JudgeScorer
+from reward_service.scorers.llm_judge.settings import JudgeSettings
+from tests.scorers.llm_judge.test_limits import Clock
 
 SECRET = "sk-test-never-shown-0123456789"
 LIMITS = GradingLimits(deadlines={"judge": 60.0})

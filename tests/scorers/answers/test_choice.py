@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 import pytest
 
+from reward_service.scorers.answers.choice import ChoiceScorer, extract_letter
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.choice import ChoiceScorer, extract_letter
 
 SCORER = ChoiceScorer()
 FOUR = {"choices": ["Paris", "London", "Berlin", "Madrid"]}

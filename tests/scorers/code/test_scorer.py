@@ -11,10 +11,10 @@ import pytest
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Outcome, Program
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.code.drivers import big_ints
-from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer
 from reward_service.scorers.code.sandboxed import default_sandbox
+from reward_service.scorers.code.scorer import MAX_PROGRAM_CHARS, CodeScorer
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.testing import RecordingSandbox
 
 ARGS = [1, 4, 7]

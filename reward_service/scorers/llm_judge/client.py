@@ -28,9 +28,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from reward_service.scorers.base import JSON
-from reward_service.scorers.llm_judge.judge_limits import Circuit, CircuitBreaker, MinuteBudget
-from reward_service.scorers.llm_judge.judge_prompt import JudgePrompt, Verdict, read_verdict
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.limits import Circuit, CircuitBreaker, MinuteBudget
+from reward_service.scorers.llm_judge.prompt import JudgePrompt, Verdict, read_verdict
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 
 if TYPE_CHECKING:  # imported when a client opens: 0.75 s, and memory no grading worker needs
     import openai

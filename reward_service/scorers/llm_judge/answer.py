@@ -23,7 +23,7 @@
   straddles a cut is removed too, and none survives where the answer is cut.
 
 This is a deny-list: it removes what a weak judge is known to obey, and the
-prompt's frame and the verdict's nonce (`judge_prompt`) do not depend on it.
+prompt's frame and the verdict's nonce (`prompt`) do not depend on it.
 What it cannot know (a paraphrase, another language) a real judge may still
 obey; docs/judge.md says what to watch. Everything here is linear in the
 answer: it runs on the event loop.

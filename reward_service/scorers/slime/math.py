@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer
-from reward_service.scorers.math_dataset import grade_boxed
 from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
+from reward_service.scorers.slime.math_dataset import grade_boxed
 
 
 class MathScorer(Scorer):

@@ -13,7 +13,7 @@ import pytest
 
 from reward_service.errors import InvalidSetting
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.reward_model import (
+from reward_service.scorers.reward_model.scorer import (
     RewardModelScorer,
     RewardModelSettings,
     prompt_messages,
@@ -122,7 +122,7 @@ def test_prompt_text_joins_several_messages_with_roles() -> None:
 def test_module_and_scorer_need_no_torch() -> None:
     """Importing the module and building the scorer import neither torch nor transformers."""
     code = (
-        "import sys; from reward_service.scorers.reward_model import RewardModelScorer; "
+        "import sys; from reward_service.scorers.reward_model.scorer import RewardModelScorer; "
         "RewardModelScorer(); print(sorted({'torch', 'transformers'} & set(sys.modules)))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -237,7 +237,7 @@ def test_hub_name_is_never_downloaded(tmp_path: Path) -> None:
         "import socket\n"
         "def refuse(*args): raise SystemExit('connection attempted')\n"
         "socket.getaddrinfo = socket.socket.connect = refuse\n"
-        "from reward_service.scorers.reward_model import RewardModelScorer\n"
+        "from reward_service.scorers.reward_model.scorer import RewardModelScorer\n"
         "print(RewardModelScorer().score('q', 'a', None, {}).status.value)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from reward_service.scorers.base import JSON, Score, Scorer
-from reward_service.scorers.math_dataset import grade_boxed
 from reward_service.scorers.reasoning import (
     AFTER,
     REQUIRED,
@@ -22,6 +21,7 @@ from reward_service.scorers.reasoning import (
     Unanswered,
     final_answer,
 )
+from reward_service.scorers.slime.math_dataset import grade_boxed
 
 RESPONSE_MARKER = "###Response"
 

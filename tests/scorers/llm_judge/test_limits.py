@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reward_service.scorers.llm_judge.judge_limits import Circuit, CircuitBreaker, MinuteBudget
+from reward_service.scorers.llm_judge.limits import Circuit, CircuitBreaker, MinuteBudget
 
 
 class Clock:

@@ -27,7 +27,6 @@ from reward_service.scorers.base import (
 )
 from reward_service.scorers.code.asserts import AssertLimits, AssertSuite, AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
-from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
 from reward_service.scorers.code.compare import (
     ToleranceError,
     outputs_match,
@@ -37,6 +36,7 @@ from reward_service.scorers.code.compare import (
 from reward_service.scorers.code.drivers import call_driver, driver_results, new_mark
 from reward_service.scorers.code.fences import Extracted, last_program
 from reward_service.scorers.code.sandboxed import SandboxedScorer, SandboxFactory
+from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 from reward_service.scorers.code.verdicts import BUDGET, STDERR_CHARS, Failure, Verdicts
 from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
@@ -147,7 +147,7 @@ class CodeScorer(SandboxedScorer):
     def startup_check(
         cls, settings: ScorerSettings | None, limits: GradingLimits
     ) -> StartupCheck | None:
-        """The sandbox's layers, learnt by starting one (`code_settings.check_sandbox`)."""
+        """The sandbox's layers, learnt by starting one (`settings.check_sandbox`)."""
         assert isinstance(settings, CodeSettings)
         return check_sandbox(settings, limits)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.f1 import F1Scorer, normalize_answer
+from reward_service.scorers.slime.f1 import F1Scorer, normalize_answer
 
 SCORER = F1Scorer()
 

@@ -1,7 +1,7 @@
 """`ifeval` and `ifbench`: does the response follow the instructions its label lists?
 
 The instructions come as SLIME's `ifbench` reads them from sample metadata
-(`instruction_inputs.py`), here from the label object's keys or the label
+(`inputs.py`), here from the label object's keys or the label
 itself. The response graded is its answer region, read as every scorer reads it
 (`scorers.reasoning`: a reasoning block never closed or closed twice is
 `no_answer`; option `think=after`, SLIME's reading: what follows the last
@@ -39,7 +39,7 @@ from reward_service.scorers.instructions.checkers import (
     warm,
 )
 from reward_service.scorers.instructions.following import CannotCheck, follow
-from reward_service.scorers.instructions.instruction_inputs import FIELDS, read_instructions
+from reward_service.scorers.instructions.inputs import FIELDS, read_instructions
 from reward_service.scorers.reasoning import STRICT, THINK_MODES, Unanswered, answer_region
 
 REWARDS = frozenset({"strict", "loose", "partial", "partial_loose"})

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from reward_service.scorers.base import JSON, Status
-from reward_service.scorers.gpqa import GpqaScorer, extract_letter
 from reward_service.scorers.reasoning import AFTER, answer_region
+from reward_service.scorers.slime.gpqa import GpqaScorer, extract_letter
 from tests.scorers.math_verify.test_screen_cost import GROWTH, _assert_linear, _units
 
 SCORER = GpqaScorer()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.scorers.llm_judge.judge_answer import MARKERS, REMOVED, shown_answer
-from reward_service.scorers.llm_judge.judge_prompt import (
+from reward_service.scorers.llm_judge.answer import MARKERS, REMOVED, shown_answer
+from reward_service.scorers.llm_judge.prompt import (
     EQUIVALENCE_TEMPLATE,
     TemplateError,
     Verdict,
@@ -179,7 +179,7 @@ def test_nonce_is_fresh_and_found_in_no_text(monkeypatch: pytest.MonkeyPatch) ->
     assert len({fresh_nonce("a", "b") for _ in range(100)}) == 100
     drawn = iter(["0123456789ab", NONCE])
     monkeypatch.setattr(
-        "reward_service.scorers.llm_judge.judge_prompt.secrets.token_hex", lambda size: next(drawn)
+        "reward_service.scorers.llm_judge.prompt.secrets.token_hex", lambda size: next(drawn)
     )
     assert fresh_nonce("q", "guess 0123456789ab", "a") == NONCE
 
