@@ -215,7 +215,7 @@ def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(
     """With no layer required, a broken sandbox is a failed optional check, logged; required,
     it stops start-up."""
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise SandboxUnavailable("zygote did not start")
 
     monkeypatch.setattr("reward_service.sandbox.zygote_client.ZygoteSandbox", broken)

@@ -131,8 +131,6 @@ class ChoiceScorer(Scorer):
     """`choices`: the list of choice texts (a label object's key; a URL's value is text)."""
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         try:
             choices = _choice_texts(options)
             letters = string.ascii_uppercase[: len(choices)] if choices else DEFAULT_LETTERS

@@ -53,8 +53,6 @@ class RunCodeScorer(SandboxedScorer):
         self.caps = caps
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         try:
             request = read_request(label, self.code, self.caps)
         except RequestError as exc:

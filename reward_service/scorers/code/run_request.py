@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reward_service.sandbox import LANGUAGES, Limits
-from reward_service.scorers.base import JSON
+from reward_service.scorers.base import JSON, echo
 from reward_service.scorers.code.settings import CodeSettings, MiB
 
 RUNNERS = {
@@ -102,7 +102,7 @@ def read_request(label: JSON, settings: CodeSettings, caps: FileCaps = FILE_CAPS
 
 def _kind(value: JSON) -> str:
     """`value` for a message: a string quoted and cut, anything else by its type."""
-    return repr(value[:64]) if isinstance(value, str) else f"of type {type(value).__name__}"
+    return echo(value) if isinstance(value, str) else f"of type {type(value).__name__}"
 
 
 def _number(label: Mapping[str, JSON], name: str) -> float | None:
@@ -142,7 +142,7 @@ def relative_path(path: JSON) -> str:
         raise RequestError(f"file path {_kind(path)} is not a file name (a lone surrogate)")
     normal = posixpath.normpath(path)
     if path.startswith("/") or normal == "." or normal.split("/")[0] == "..":
-        raise RequestError(f"file path {path[:64]!r} leaves the run's directory")
+        raise RequestError(f"file path {echo(path)} leaves the run's directory")
     return normal
 
 
@@ -168,13 +168,13 @@ def _files(value: JSON, caps: FileCaps) -> tuple[tuple[str, bytes], ...]:
         if content is None:
             continue
         if not isinstance(content, str):
-            raise RequestError(f"file {path[:64]!r}: content must be a base64 string")
+            raise RequestError(f"file {echo(path)}: content must be a base64 string")
         if len(content) > (caps.bytes - size) * 4 // 3 + 4:
             raise RequestError(f"files are over the cap of {caps.bytes} bytes")
         try:
             data = base64.b64decode(content, validate=True)
         except binascii.Error:
-            raise RequestError(f"file {path[:64]!r}: content is not base64") from None
+            raise RequestError(f"file {echo(path)}: content is not base64") from None
         size += len(data)
         if size > caps.bytes:
             raise RequestError(f"files are over the cap of {caps.bytes} bytes")

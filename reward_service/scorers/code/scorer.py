@@ -24,6 +24,7 @@ from reward_service.scorers.base import (
     ScorerSettings,
     StartupCheck,
     Status,
+    echo,
 )
 from reward_service.scorers.code.asserts import AssertLimits, AssertSuite, AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
@@ -57,7 +58,7 @@ def _flag(value: JSON) -> bool:
         return value
     text = str(value).strip().lower()
     if text not in _TRUE | _FALSE:
-        raise OptionError(f"partial {str(value)[:64]!r} is not one of 0, 1, true, false")
+        raise OptionError(f"partial {echo(value)} is not one of 0, 1, true, false")
     return text in _TRUE
 
 
@@ -69,7 +70,7 @@ def _number(name: str, value: JSON) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise OptionError(f"{name} {str(value)[:64]!r} is not a number") from None
+        raise OptionError(f"{name} {echo(value)} is not a number") from None
     if not (math.isfinite(number) and number > 0):
         raise OptionError(f"{name} {number!r} is not a positive number")
     return number
@@ -106,7 +107,7 @@ def read_options(options: Mapping[str, JSON], limits: CodeSettings) -> AnswerOpt
         raise OptionError(str(exc)) from None
     standard = options.get("standard")
     if standard is not None and not isinstance(standard, str):
-        raise OptionError(f"standard {str(standard)[:64]!r} is not a string")
+        raise OptionError(f"standard {echo(standard)} is not a string")
     return AnswerOptions(
         partial=_flag(options.get("partial", False)),
         tolerance=tolerance,
@@ -175,14 +176,10 @@ class CodeScorer(SandboxedScorer):
         cls, response: str, label: JSON, options: Mapping[str, JSON] = NO_OPTIONS
     ) -> Score | None:
         """`no_answer` in the server for a response with no program to run (linear scan)."""
-        if not isinstance(response, str):
-            return None
         program = _program(response, options)
         return None if isinstance(program, Extracted) else program
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         program = _program(response, options)
         if not isinstance(program, Extracted):
             return program

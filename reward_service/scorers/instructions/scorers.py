@@ -118,8 +118,6 @@ class InstructionScorer(Scorer):
         checkers = self.checkers()
         if isinstance(checkers, str):
             return Score.error(checkers)
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         reward = options.get("reward", "strict")
         think = options.get("think", STRICT)
         if not all(isinstance(v, str) for v in (reward, think)) or not (

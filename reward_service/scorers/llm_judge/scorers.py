@@ -152,8 +152,6 @@ class JudgeScorer(AsyncScorer):
     async def score(
         self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
     ) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         return await self.judged(prompt, response, label, options)
 
     async def judged(
@@ -242,8 +240,6 @@ class MathJudgeScorer(JudgeScorer):
     async def score(
         self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
     ) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         wanted = JUDGE_ON.get(str(options.get("judge_on", "both")))
         if wanted is None:
             return Score.error(f"option judge_on takes one of {', '.join(JUDGE_ON)}")

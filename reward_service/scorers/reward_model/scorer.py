@@ -215,9 +215,6 @@ class RewardModelScorer(Scorer):
         scores: dict[int, Score] = {}
         inputs: dict[int, tuple[str, ...]] = {}
         for index, (prompt, response, _label, _options) in enumerate(items):
-            if not isinstance(response, str):
-                scores[index] = Score.error("response is not a string")
-                continue
             try:
                 inputs[index] = model.texts(prompt, response)
             except Exception as exc:  # a chat template may reject a conversation

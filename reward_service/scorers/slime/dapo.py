@@ -109,8 +109,6 @@ class DapoScorer(Scorer):
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         golds = gold_answers(label)
         if isinstance(golds, str):
             return Score.error(golds)

@@ -45,8 +45,6 @@ class DeepScalerScorer(Scorer):
     }
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         solution = final_solution(response, options)
         if isinstance(solution, Unanswered):
             return solution.score()

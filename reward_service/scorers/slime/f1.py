@@ -59,8 +59,6 @@ class F1Scorer(Scorer):
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         texts = gold_texts(label)
         if isinstance(texts, str):
             return Score.error(texts)

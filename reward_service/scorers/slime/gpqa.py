@@ -142,8 +142,6 @@ class GpqaScorer(Scorer):
     }
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         if isinstance(label, Mapping) and _OWN_KEYS & label.keys():
             options = {**{k: v for k, v in label.items() if k in self.options}, **options}
             label = None

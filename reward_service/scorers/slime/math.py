@@ -24,8 +24,6 @@ class MathScorer(Scorer):
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         answer = final_answer(response, options)
         if isinstance(answer, Unanswered):
             return answer.score()

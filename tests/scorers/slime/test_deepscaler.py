@@ -65,6 +65,7 @@ def test_grades_final_solution(response: str, label: JSON, reward: float, status
 
 
 def test_non_string_response_is_an_error() -> None:
-    """A response that is not a string is reported, not raised."""
-    result = SCORER.score("", 42, "42", {})  # type: ignore[arg-type]
+    """A response that is not a string, sent by a caller outside the engine, is reported by
+    `score_many`, the one place that checks, not raised."""
+    [result] = SCORER.score_many([("", 42, "42", {})])  # type: ignore[list-item]
     assert (result.reward, result.status) == (0.0, Status.ERROR)
