@@ -51,6 +51,7 @@ from reward_service.scorers.base import (
     ScorerSettings,
     ScoringInput,
     StartupCheck,
+    echo,
 )
 from reward_service.settings import Settings
 
@@ -58,7 +59,6 @@ log = logging.getLogger("reward_service.grading.engine")
 
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
-_MAX_NAME_ECHO = 64
 
 
 @dataclass(frozen=True)
@@ -381,8 +381,7 @@ class ScoringEngine:
         """Answers settled without a worker: unknown scorer, oversized, hazardous."""
         if name not in self.registry:
             known = ", ".join(self.registry.names())
-            asked = name[:_MAX_NAME_ECHO] + ("..." if len(name) > _MAX_NAME_ECHO else "")
-            return Score.error(f"unknown scorer {asked!r}; known scorers: {known}")
+            return Score.error(f"unknown scorer {echo(name)}; known scorers: {known}")
         if len(sample.response) > self.settings.max_answer_chars:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
         try:
@@ -416,7 +415,7 @@ class ScoringEngine:
         except PoolClosed:
             raise Overloaded("service is shutting down", retry_after_s=5) from None
         except DeadlineExceeded:
-            failure = Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+            failure = Score.timeout(deadline_s)
             event = "grading deadline passed; worker killed and replaced"
         except WorkerDied as exc:
             failure = Score.error(f"worker died ({exc})")
@@ -456,7 +455,7 @@ class ScoringEngine:
             except Overloaded:  # the scorer asks the client to come back later (503)
                 raise
             except TimeoutError:
-                return Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+                return Score.timeout(deadline_s)
             except Exception as exc:  # a scorer bug costs its answer, never the service
                 log.warning(
                     "async scorer raised", extra={"scorer": name, "error": type(exc).__name__}
@@ -473,7 +472,7 @@ class ScoringEngine:
         """An async scorer's request for CPU-bound scorer `name`'s grade of `item`
         (`AsyncScorer.grade_in_worker`): screened and run in the pool as any answer."""
         if name not in self.registry or issubclass(self.registry.scorer_class(name), AsyncScorer):
-            return Score.error(f"{name[:_MAX_NAME_ECHO]!r} is not a CPU-bound scorer")
+            return Score.error(f"{echo(name)} is not a CPU-bound scorer")
         prompt, response, label, options = item
         sample = Sample(response, label, prompt=prompt, scorer=name, options=options)
         settled = self._precheck(sample, name)
