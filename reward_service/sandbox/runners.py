@@ -22,7 +22,7 @@ import types
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
-from reward_service.sandbox import linux
+from reward_service.sandbox import linux, run_files
 from reward_service.sandbox.confine import EXEC_FD
 from reward_service.sandbox.supervise import Sink
 from reward_service.sandbox.toolchains import Command
@@ -121,8 +121,7 @@ class PythonRunner:
     name = "python"
 
     def write_files(self, source: memoryview, workdir: str) -> None:
-        with open(os.path.join(workdir, SCRIPT), "wb") as f:
-            f.write(source)
+        run_files.write_file(os.path.join(workdir, SCRIPT), source)
 
     def run(self, workdir: str) -> NoReturn:
         self.start(self.prepare(workdir))
@@ -184,8 +183,7 @@ class ExecRunner:
 
     def write_files(self, source: memoryview, workdir: str) -> None:
         if self.source_name is not None:
-            with open(os.path.join(workdir, self.source_name), "wb") as f:
-                f.write(source)
+            run_files.write_file(os.path.join(workdir, self.source_name), source)
         for directory in self.command.directories:
             os.mkdir(os.path.join(workdir, directory), 0o755)
         for name, target in self.command.links.items():

@@ -25,7 +25,12 @@ if TYPE_CHECKING:
 BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 """PATH of a build run: the compilers' own helpers (cc1plus, as, ld, cc) are found there."""
 _PROBE_TIMEOUT_S = 20.0
-_PUBLIC_CLASS = re.compile(r"\bpublic\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)")
+_PUBLIC_CLASS = re.compile(
+    rb"(?<![\w$\x80-\xff])public\s+(?:final\s+|abstract\s+)*class\s+"
+    rb"([A-Za-z_$\x80-\xff][\w$\x80-\xff]*)"
+)
+"""A Java source's public class, matched in its bytes (an identifier's non-ASCII letters as
+UTF-8 bytes): the zygote never makes a copy of a source (docs/sandbox.md, "Processes")."""
 PCH_HEADER = "bits/stdc++.h"
 
 
@@ -76,7 +81,10 @@ class Toolchain:
     the program (the answer is then `error`, not `compile_error`): the compiler's own
     first words, before it reads the source, so no program can print them first."""
 
-    def source_name(self, source: str) -> str:
+    def source_name(self, source: memoryview) -> str:
+        """The file the build reads `source` from, read in place in the zygote's private
+        buffer: never decoded or copied whole, as a copy would stay in the heap every later
+        run is forked with."""
         return self.source_file
 
     def dialect(self, asked: str | None) -> str:
@@ -249,9 +257,10 @@ class Java(Toolchain):
         reads = sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
         return Found(found.tools, reads)
 
-    def source_name(self, source: str) -> str:
+    def source_name(self, source: memoryview) -> str:
         public = _PUBLIC_CLASS.search(source)
-        return f"{public.group(1) if public else 'Main'}.java"
+        name = public.group(1).decode("utf-8", "replace") if public else "Main"
+        return f"{name}.java"
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         # argv[0] the JDK's own path: the launcher finds its home from /proc/self/exe, else

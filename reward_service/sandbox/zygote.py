@@ -125,7 +125,9 @@ class Build:
     directory: str
     source_name: str
     reply: protocol.Message
-    message: bytes
+    message: memoryview
+    """The compiler's messages' head, in a buffer no run is forked with (they quote the
+    source)."""
 
 
 class Zygote:
@@ -256,7 +258,7 @@ class Zygote:
             files, fetch, offset = run_files.unpack(view, offset, request)
             step = self._step(request, source, files, started, control_out)
             sizes = request["stdin_bytes"] if step is not None else []
-            fetched: list[tuple[int, bytes]] = []
+            fetched: list[tuple[int, memoryview]] = []
 
             def take(workdir: str, outcome: protocol.Message) -> None:
                 fetched[:] = run_files.read_files(workdir, fetch, int(request["fetch_bytes"]))
@@ -360,7 +362,7 @@ class Zygote:
             return kept
         while len(self.builds) >= BUILDS_KEPT:
             remove_tree(self.builds.pop(next(iter(self.builds))).directory)
-        source_name = toolchain.source_name(bytes(source).decode("utf-8", "replace"))
+        source_name = toolchain.source_name(source)
         pch = self.pch["dir"] if self.pch and self.pch["dialect"] == dialect else None
         command = toolchain.build(found, dialect, source_name, pch)
         left = float(request["budget_s"]) - (time.monotonic() - started) - RUN_OVERHEAD_S
@@ -382,11 +384,11 @@ class Zygote:
                 _keep_outputs(workdir, directory, toolchain.outputs)
 
         reply, seen = self.run(step, source, memoryview(b""), keep, files)
-        message = bytes(seen.stdout.head(BUILD_MESSAGE))
+        message = _private_copy(seen.stdout.head(BUILD_MESSAGE))  # it quotes the source
         seen.close()
         failed = reply["kind"] != "ok" and reply["confinement"] is None
-        if failed and message.startswith(toolchain.unusable):  # the toolchain's, here
-            line = message.split(b"\n", 1)[0].decode("utf-8", "replace")[:200]
+        if failed and any(message[: len(u)] == u for u in toolchain.unusable):  # the toolchain's
+            line = bytes(message[:200]).split(b"\n", 1)[0].decode("utf-8", "replace")
             reply = {**reply, "confinement": f"the toolchain cannot run here: {line}"}
         build = Build(directory, source_name, reply, message)
         if reply["kind"] == "ok":
@@ -755,7 +757,14 @@ def _read_paths(toolchains: list[str]) -> list[str]:
 
 def _failed_build(message: str) -> Build:
     reply = {"kind": "runtime_error", "exit_code": None, "elapsed_s": 0.0, "confinement": None}
-    return Build("", "", reply, message.encode()[:BUILD_MESSAGE])
+    return Build("", "", reply, memoryview(message.encode()[:BUILD_MESSAGE]))
+
+
+def _private_copy(data: memoryview) -> memoryview:
+    """`data` copied into a buffer of its own that no run is forked with."""
+    view = memoryview(protocol.private_buffer(len(data)))[: len(data)]
+    view[:] = data
+    return view
 
 
 def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> None:
