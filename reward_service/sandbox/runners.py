@@ -25,7 +25,7 @@ from typing import NoReturn, Protocol
 from reward_service.sandbox import linux, run_files
 from reward_service.sandbox.confine import EXEC_FD
 from reward_service.sandbox.supervise import Sink
-from reward_service.sandbox.toolchains import Command
+from reward_service.sandbox.toolchains import BUILD_HOME, Command
 
 SCRIPT = "solution.py"
 ONE_THREAD = {
@@ -190,11 +190,19 @@ class ExecRunner:
             os.symlink(target, os.path.join(workdir, name))
 
     def run(self, workdir: str) -> NoReturn:
-        env = {"HOME": workdir, "TMPDIR": workdir, **ONE_THREAD}
+        # a build's home is a directory of its own, empty (`toolchains.BUILD_HOME`); a
+        # program's is its working directory
+        home = workdir if self.source_name is None else os.path.join(workdir, BUILD_HOME)
+        env = {"HOME": home, "TMPDIR": home, **ONE_THREAD}
+        if self.source_name is not None:
+            env |= {f"XDG_{kind}_HOME": home for kind in ("CONFIG", "CACHE", "DATA", "STATE")}
         # $ORIGIN in a runtime's library path (the JDK's, rustc's) is found through
         # /proc/self/exe, which a mount namespace in a user namespace has not: say it here
         env["LD_ORIGIN_PATH"] = os.path.dirname(self.command.executable)
-        env.update((k, v.replace("{workdir}", workdir)) for k, v in self.command.env.items())
+        env.update(
+            (k, v.replace("{workdir}", workdir).replace("{home}", home))
+            for k, v in self.command.env.items()
+        )
         if self.source_name is not None:
             os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them
         for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)

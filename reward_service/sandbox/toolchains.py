@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 
 BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 """PATH of a build run: the compilers' own helpers (cc1plus, as, ld, cc) are found there."""
+BUILD_HOME = ".build-home"
+"""A build's HOME, TMPDIR and caches, beside its source: made empty by the zygote after the
+program's files are laid out, none of which lands there (`Program.files` under this name
+are left out). So a build finds no configuration but the sandbox's own: a request's
+files are the compiler's inputs and nothing else (`.config/go/env` in HOME once set
+`GOFLAGS=-toolexec=...`)."""
 _PROBE_TIMEOUT_S = 20.0
 _PUBLIC_CLASS = re.compile(
     rb"(?<![\w$\x80-\xff])public\s+(?:final\s+|abstract\s+)*class\s+"
@@ -209,9 +215,10 @@ class Go(Toolchain):
     runtime_mb = 768
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        env = {"PATH": BUILD_PATH, "CGO_ENABLED": "0", "GO111MODULE": "off"}
-        env |= {"GOCACHE": "{workdir}/gocache", "GOPATH": "{workdir}/gopath"}
-        env |= {"GOTOOLCHAIN": "local"}
+        env = {"PATH": BUILD_PATH, "CGO_ENABLED": "0", "GO111MODULE": "off", "GOWORK": "off"}
+        # no go env file (GOENV), no GOFLAGS: the go command's configuration is all here
+        env |= {"GOENV": "off", "GOFLAGS": "", "GOTOOLCHAIN": "local"}
+        env |= {"GOCACHE": "{home}/gocache", "GOPATH": "{home}/gopath"}
         env |= {"GOMAXPROCS": "2"} | ({"GOROOT": found.reads[0]} if found.reads else {})
         return Command(found.tools["go"], ["go", "build", "-o", "main", source_name], env)
 

@@ -58,6 +58,7 @@ from reward_service.sandbox.runners import (
 )
 from reward_service.sandbox.seccomp import SyscallFilter
 from reward_service.sandbox.supervise import (
+    BuildWatch,
     ScratchWatch,
     Seen,
     ThreadWatch,
@@ -70,6 +71,7 @@ from reward_service.sandbox.supervise import (
 )
 from reward_service.sandbox.template import Template, TemplateLost
 from reward_service.sandbox.toolchains import (
+    BUILD_HOME,
     TOOLCHAINS,
     Found,
     Toolchain,
@@ -96,6 +98,12 @@ it is lost (a run so retried stays well inside the worker's grace, `_REPLY_GRACE
 BUILDS_KEPT = 2
 """Programs kept built (the answer in progress, the one before): an answer's tests sent in
 several requests build once."""
+BUILD_PROCESSES = 16
+"""The most processes a build may have at once, the compiler's own tools included (a Go
+build of one package runs four at most, g++ five); past it the build is killed
+(`runtime_error`), as it is past its memory (`build_memory_mb`) summed over them all
+(`memory_limit`): `supervise.BuildWatch`."""
+_TOO_MANY_PROCESSES = f"sandbox: the build ran more than {BUILD_PROCESSES} processes\n".encode()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -384,7 +392,8 @@ class Zygote:
                 _keep_outputs(workdir, directory, toolchain.outputs)
 
         reply, seen = self.run(step, source, memoryview(b""), keep, files)
-        message = _private_copy(seen.stdout.head(BUILD_MESSAGE))  # it quotes the source
+        note = _TOO_MANY_PROCESSES if seen.build_exceeded == "processes" else b""
+        message = _private_copy(note, seen.stdout.head(BUILD_MESSAGE - len(note)))  # it quotes
         seen.close()
         failed = reply["kind"] != "ok" and reply["confinement"] is None
         if failed and any(message[: len(u)] == u for u in toolchain.unusable):  # the toolchain's
@@ -463,6 +472,9 @@ class Zygote:
             ThreadWatch(pid, THREADS) if self.shares_uid else None,
             kill,
             pidfd,
+            BuildWatch(os.getpid(), step.memory_mb << 20, BUILD_PROCESSES)
+            if step.mode == "build"
+            else None,
         )
         try:
             status, cpu_s = end()
@@ -483,9 +495,14 @@ class Zygote:
     def _lay_out(
         self, step: Step, source: memoryview, files: run_files.Files, workdir: str
     ) -> None:
-        """The files a run starts with, in `workdir`, handed to the runs' uid."""
+        """The files a run starts with, in `workdir`, handed to the runs' uid; for a build,
+        its home made empty after them (`toolchains.BUILD_HOME`)."""
         step.runner.write_files(source, workdir)
+        if step.mode == "build":
+            files = [(path, data) for path, data in files if not _in_build_home(path)]
         run_files.write_files(workdir, files)
+        if step.mode == "build":
+            os.mkdir(os.path.join(workdir, BUILD_HOME), 0o700)
         if self.confinement.run_uid is not None:
             # the files before their directory; the directory keeps the zygote's group
             # (0750), so that root holding CAP_CHOWN but not CAP_DAC_OVERRIDE still
@@ -727,8 +744,10 @@ def _outcome(
         confinement = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
     elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
-    elif seen.threads_exceeded:
+    elif seen.threads_exceeded or seen.build_exceeded == "processes":
         kind = "runtime_error"
+    elif seen.build_exceeded == "memory":
+        kind = "memory_limit"
     elif seen.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
         kind = "time_limit"
     elif runner.out_of_memory(exit_code, seen.stderr):
@@ -760,10 +779,19 @@ def _failed_build(message: str) -> Build:
     return Build("", "", reply, memoryview(message.encode()[:BUILD_MESSAGE]))
 
 
-def _private_copy(data: memoryview) -> memoryview:
-    """`data` copied into a buffer of its own that no run is forked with."""
-    view = memoryview(protocol.private_buffer(len(data)))[: len(data)]
-    view[:] = data
+def _in_build_home(path: str) -> bool:
+    names = run_files.parts(path)
+    return names is not None and names[0] == BUILD_HOME
+
+
+def _private_copy(*parts: bytes | memoryview) -> memoryview:
+    """`parts` joined in a buffer of their own that no run is forked with."""
+    size = sum(map(len, parts))
+    view = memoryview(protocol.private_buffer(size))[:size]
+    at = 0
+    for part in parts:
+        view[at : at + len(part)] = part
+        at += len(part)
     return view
 
 
