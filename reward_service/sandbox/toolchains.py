@@ -243,8 +243,15 @@ _JVM += ["-XX:ReservedCodeCacheSize=32m", "-XX:CompressedClassSpaceSize=64m", "-
 _JVM += ["-XX:-UseContainerSupport"]
 
 
+JAVA_LIBRARIES = ("/usr/share/java/javatuples.jar",)
+"""Jars on a Java program's class path where this machine has them: SandboxFusion's Java
+has javatuples (MultiPL-E's Java imports it in every program); Debian ships it as
+`libjavatuples-java`."""
+
+
 class Java(Toolchain):
-    """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit)."""
+    """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit,
+    assertions on), with the libraries of `JAVA_LIBRARIES` found here."""
 
     language = "java"
     tools = ("javac", "java")
@@ -262,7 +269,18 @@ class Java(Toolchain):
         conf = os.path.realpath(os.path.join(home, "conf", "security", "java.security"))
         beyond = {home, os.path.dirname(os.path.dirname(conf))}
         reads = sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
-        return Found(found.tools, reads)
+        tools = dict(found.tools)
+        for jar in JAVA_LIBRARIES:
+            if os.path.isfile(jar):
+                tools[f"classpath:{os.path.basename(jar)}"] = os.path.realpath(jar)
+                reads += [] if _under_system(jar) else [os.path.dirname(os.path.realpath(jar))]
+        return Found(tools, reads)
+
+    @staticmethod
+    def classpath(found: Found, directory: str) -> str:
+        """`directory` (the program's classes) and the libraries found (`JAVA_LIBRARIES`)."""
+        jars = [path for name, path in sorted(found.tools.items()) if name.startswith("classpath:")]
+        return ":".join([directory, *jars])
 
     def source_name(self, source: memoryview) -> str:
         public = _PUBLIC_CLASS.search(source)
@@ -273,12 +291,14 @@ class Java(Toolchain):
         # argv[0] the JDK's own path: the launcher finds its home from /proc/self/exe, else
         # from argv[0] (by PATH, through /etc/alternatives, which runs may not read)
         argv = [found.tools["javac"], *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m", "-proc:none"]
-        argv += ["-encoding", "UTF-8", "-d", ".", source_name]
+        argv += ["-encoding", "UTF-8", "-cp", self.classpath(found, "."), "-d", ".", source_name]
         return Command(found.tools["javac"], argv, {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"})
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         main = source_name.removesuffix(".java")
-        argv = [found.tools["java"], *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-cp", build_dir, main]
+        # -ea: assertions on, as SandboxFusion runs Java (MultiPL-E's tests are asserts)
+        argv = [found.tools["java"], *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-ea"]
+        argv += ["-cp", self.classpath(found, build_dir), main]
         return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
 
     def version(self, tools: Mapping[str, str]) -> str:

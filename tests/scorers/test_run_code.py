@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox.toolchains import Found, discover
+from reward_service.sandbox.toolchains import JAVA_LIBRARIES, Found, discover
 from reward_service.scorers.base import GradingLimits, Score, Status
 from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.run_code import RunCodeScorer
@@ -17,7 +18,7 @@ from reward_service.scorers.run_request import FileCaps
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
-FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript"])
+FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript", "java"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -221,6 +222,33 @@ def test_nodejs_runs_as_javascript(scorer: RunCodeScorer) -> None:
     """SandboxFusion's `nodejs` runs on the JavaScript runner."""
     score = _score(scorer, "process.exitCode = 2; console.log('js')", language="nodejs")
     assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("js\n", 2)
+
+
+JAVA = pytest.mark.needs_tool("" if isinstance(FOUND["java"], Found) else f"java: {FOUND['java']}")
+
+
+@JAVA
+def test_java_runs_with_assertions_on(scorer: RunCodeScorer) -> None:
+    """A failed `assert` ends a Java run (`-ea`, as SandboxFusion runs Java): MultiPL-E's
+    Java tests are asserts, and a wrong program must not pass them."""
+    source = "public class Main {\n    public static void main(String[] args) {\n"
+    source += "        assert 1 == 2;\n    }\n}\n"
+    score = _score(scorer, source, language="java")
+    assert (score.status, score.details["run"]["exit_code"]) == (Status.WRONG, 1)
+    assert "AssertionError" in score.details["run"]["stderr"]
+
+
+@JAVA
+@pytest.mark.needs_tool(
+    "" if os.path.isfile(JAVA_LIBRARIES[0]) else "javatuples: install libjavatuples-java"
+)
+def test_java_has_javatuples_as_sandbox_fusion_does(scorer: RunCodeScorer) -> None:
+    """`org.javatuples`, which MultiPL-E's Java imports in every program, builds and runs."""
+    source = "import org.javatuples.*;\npublic class Main {\n"
+    source += "    public static void main(String[] args) {\n"
+    source += '        System.out.println(Pair.with(1, "a").getValue1());\n    }\n}\n'
+    score = _score(scorer, source, language="java")
+    assert (score.status, score.details["run"]["stdout"]) == (Status.OK, "a\n"), score.details
 
 
 def test_missing_toolchain_is_an_error_naming_it() -> None:
