@@ -129,7 +129,9 @@ class Toolchain:
 
 
 class Cpp(Toolchain):
-    """g++, statically linked (a run execs its own binary and nothing else)."""
+    """g++, linked dynamically as SandboxFusion links (a program may define a libc function
+    of its own, SandboxFusion's `exit` wrapper; `-static` made that a link error): a run
+    execs its own binary, and the loader maps the system's libstdc++ and libc."""
 
     language = "cpp"
     tools = ("g++",)
@@ -139,13 +141,13 @@ class Cpp(Toolchain):
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
-        argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-static", "-fmax-errors=20", *include]
+        argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-fmax-errors=20", *include]
         argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
         argv += [source_name, "-o", "main", "-lm"]
         return Command(found.tools["g++"], argv, {"PATH": BUILD_PATH})
 
     def discover(self, path: str) -> Found | str:
-        """g++, and gold where binutils has it: static C++ links faster with it (a build of
+        """g++, and gold where binutils has it: C++ links faster with it (a static build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
         found = super().discover(path)
         gold = which("ld.gold", BUILD_PATH)
@@ -206,7 +208,7 @@ class Rust(Toolchain):
 
 
 class Go(Toolchain):
-    """go build with cgo off: a static binary; its cache lives in the build's directory."""
+    """go build with cgo off: a static binary; its cache lives in the build's own home."""
 
     language = "go"
     tools = ("go",)

@@ -136,6 +136,9 @@ class Build:
     message: memoryview
     """The compiler's messages' head, in a buffer no run is forked with (they quote the
     source)."""
+    loader: str | None = None
+    """The ELF loader the built binary names, read before it became execute-only (a zygote
+    without CAP_DAC_OVERRIDE cannot read it after)."""
 
 
 class Zygote:
@@ -148,6 +151,10 @@ class Zygote:
         share_environment()
         self.scratch_mb = scratch_mb
         self.toolchains = toolchains or {}
+        tools = [sys.executable, *(t for f in self.toolchains.values() for t in f.tools.values())]
+        self.loaders = {elf_interpreter(os.path.realpath(tool)) for tool in tools} - {None}
+        """The system's ELF loaders, those the interpreter and the toolchains name: the only
+        ones a built binary may name (its `.interp` is the program's to write)."""
         self.pch = pch
         """{"dir", "dialect"}: a precompiled `bits/stdc++.h` for C++ builds of that dialect."""
         self.builds: dict[str, Build] = {}
@@ -332,7 +339,9 @@ class Zygote:
             return None
         found = self.toolchains[language]
         command = toolchain.launch(found, build.directory, build.source_name, memory_mb)
-        loader = elf_interpreter(command.executable)
+        loader = elf_interpreter(command.executable) or build.loader
+        if loader not in self.loaders:  # a program that names its own (a shell) gets none
+            loader = None
         return Step(
             ExecRunner(language, command, memory_errors=toolchain.memory_errors),
             time_s,
@@ -387,9 +396,11 @@ class Zygote:
         directory = os.path.join(self.scratch_root, f"build-{self.runs}")
         os.mkdir(directory, 0o711)
 
+        loaders: list[str | None] = []
+
         def keep(workdir: str, outcome: protocol.Message) -> None:
             if outcome["kind"] == "ok":
-                _keep_outputs(workdir, directory, toolchain.outputs)
+                loaders.append(_keep_outputs(workdir, directory, toolchain.outputs))
 
         reply, seen = self.run(step, source, memoryview(b""), keep, files)
         note = _TOO_MANY_PROCESSES if seen.build_exceeded == "processes" else b""
@@ -399,7 +410,7 @@ class Zygote:
         if failed and any(message[: len(u)] == u for u in toolchain.unusable):  # the toolchain's
             line = bytes(message[:200]).split(b"\n", 1)[0].decode("utf-8", "replace")
             reply = {**reply, "confinement": f"the toolchain cannot run here: {line}"}
-        build = Build(directory, source_name, reply, message)
+        build = Build(directory, source_name, reply, message, loaders[0] if loaders else None)
         if reply["kind"] == "ok":
             self.builds[key] = build
         else:
@@ -795,10 +806,11 @@ def _private_copy(*parts: bytes | memoryview) -> memoryview:
     return view
 
 
-def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> None:
+def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> str | None:
     """A build's outputs moved from its run's directory to the build's own, the zygote's:
     a binary execute-only (a run that execs a file it cannot read is not dumpable), the
-    rest read-only."""
+    rest read-only. Returns the loader the binary names, if any (`elf_interpreter`)."""
+    loader = None
     for entry in os.scandir(workdir):
         wanted = any(
             entry.name == name or (name.startswith("*") and entry.name.endswith(name[1:]))
@@ -812,7 +824,10 @@ def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> Non
         os.rename(entry.path, target)
         with contextlib.suppress(PermissionError):
             os.chown(target, os.geteuid(), os.getegid())
+        if entry.name == "main":
+            loader = elf_interpreter(target)
         os.chmod(target, 0o111 if entry.name == "main" else 0o444)
+    return loader
 
 
 def _try(build: typing.Callable[[], typing.Any]) -> typing.Any:

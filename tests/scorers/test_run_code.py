@@ -198,6 +198,19 @@ def test_cpp_builds_then_runs(scorer: RunCodeScorer) -> None:
 
 
 @CPP
+def test_cpp_may_define_a_libc_function_of_its_own(scorer: RunCodeScorer) -> None:
+    """A program that defines `exit` (SandboxFusion's anti-cheat wrapper does) links, as
+    SandboxFusion links C++ (dynamically), and its `exit` is the one called."""
+    source = "#include <cstdio>\n#include <cstdlib>\n"
+    source += 'extern "C" void exit(int code) noexcept {\n'
+    source += '    std::printf("wrapped %d\\n", code);\n    std::fflush(stdout);\n'
+    source += "    std::_Exit(code);\n}\nint main() { exit(3); }\n"
+    score = _score(scorer, source, language="cpp")
+    assert score.details["compile"]["kind"] == "ok", score.details["compile"]
+    assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("wrapped 3\n", 3)
+
+
+@CPP
 def test_cpp_that_does_not_compile_is_compile_error(scorer: RunCodeScorer) -> None:
     """A program the compiler refuses is `compile_error`, its messages in the build's stderr."""
     score = _score(scorer, "int main() { return undeclared; }\n", language="cpp")
