@@ -173,13 +173,15 @@ EXEC_FAILED = 127
 
 @dataclass(frozen=True)
 class ExecRunner:
-    """Becomes `command` by exec of the file at `EXEC_FD`: a build (it starts with the
-    source as `source_name`, its stderr joined to stdout) or a compiled program's run."""
+    """Becomes `command` by exec of the file at `EXEC_FD`: a build (`build`: its stderr
+    joined to stdout, a home of its own) or a program's run; either starts with the
+    source as `source_name` when it has one (a build's input, a script its runtime reads)."""
 
     name: str
     command: Command
     source_name: str | None = None
     memory_errors: tuple[bytes, ...] = ()
+    build: bool = False
 
     def write_files(self, source: memoryview, workdir: str) -> None:
         if self.source_name is not None:
@@ -192,9 +194,9 @@ class ExecRunner:
     def run(self, workdir: str) -> NoReturn:
         # a build's home is a directory of its own, empty (`toolchains.BUILD_HOME`); a
         # program's is its working directory
-        home = workdir if self.source_name is None else os.path.join(workdir, BUILD_HOME)
+        home = os.path.join(workdir, BUILD_HOME) if self.build else workdir
         env = {"HOME": home, "TMPDIR": home, **ONE_THREAD}
-        if self.source_name is not None:
+        if self.build:
             env |= {f"XDG_{kind}_HOME": home for kind in ("CONFIG", "CACHE", "DATA", "STATE")}
         # $ORIGIN in a runtime's library path (the JDK's, rustc's) is found through
         # /proc/self/exe, which a mount namespace in a user namespace has not: say it here
@@ -203,7 +205,7 @@ class ExecRunner:
             (k, v.replace("{workdir}", workdir).replace("{home}", home))
             for k, v in self.command.env.items()
         )
-        if self.source_name is not None:
+        if self.build:
             os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them
         for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)
             os.set_inheritable(fd, True)

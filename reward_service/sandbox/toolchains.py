@@ -74,6 +74,10 @@ class Toolchain:
     dialects: tuple[str, ...] = ()
     """Accepted values of `Program.dialect` (a standard, an edition), the first the default."""
     source_file = "main"
+    builds = True
+    """Whether a program is built once before its runs; without, each run's directory holds
+    the source (`source_file`) and the launch reads it (JavaScript, as SandboxFusion runs
+    it: a syntax error is the run's failure)."""
     outputs: tuple[str, ...] = ("main",)
     """Files of the build kept for the runs (a glob suffix with `*`)."""
     memory_errors: tuple[bytes, ...] = ()
@@ -312,19 +316,16 @@ class Java(Toolchain):
 
 
 class JavaScript(Toolchain):
-    """Node.js: `node --check` is the build (a syntax error is a compile error), then node."""
+    """Node.js, no build: node runs the file, as SandboxFusion runs it (a syntax error ends
+    the run, exit 1); the modules given beside it (`Program.files`) are in the run's
+    directory, where its `require` finds them."""
 
     language = "javascript"
     tools = ("node",)
     source_file = "main.js"
-    outputs = ("*.js",)
-    """The program and the modules given beside it (`Program.files`), which its `require`
-    finds next to it."""
+    builds = False
     memory_errors = (b"JavaScript heap out of memory", b"Allocation failed")
     runtime_mb = 768
-
-    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        return Command(found.tools["node"], ["node", "--check", source_name], _NODE_ENV)
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         argv = ["node", f"--max-old-space-size={memory_mb}", "--stack-size=65500"]

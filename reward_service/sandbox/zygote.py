@@ -332,6 +332,8 @@ class Zygote:
         if language not in TOOLCHAINS:
             return Step(RUNNERS[language], time_s, memory_mb, output_bytes)
         toolchain = TOOLCHAINS[language]
+        if not toolchain.builds:
+            return self._script_step(toolchain, request)
         build = self._build(toolchain, request, source, files, started)
         reply = {"build": build.reply, "stdout_bytes": 0, "stderr_bytes": len(build.message)}
         protocol.write_frame(control_out, reply, build.message)
@@ -352,6 +354,27 @@ class Zygote:
             executable=command.executable,
             execute=(command.executable, *([loader] if loader else [])),
             reads=(build.directory,),
+        )
+
+    def _script_step(self, toolchain: Toolchain, request: protocol.Message) -> Step | None:
+        """How a language without a build runs (JavaScript): its runtime on the source, laid
+        out in each run's directory; None (after a failed build's frame, as for a build)
+        when its toolchain is not here."""
+        found = self.toolchains.get(toolchain.language)
+        if found is None:
+            return None
+        memory_mb = int(request["memory_mb"])
+        command = toolchain.launch(found, ".", toolchain.source_file, memory_mb)
+        loader = elf_interpreter(command.executable)
+        return Step(
+            ExecRunner(toolchain.language, command, toolchain.source_file, toolchain.memory_errors),
+            float(request["time_s"]),
+            memory_mb + toolchain.runtime_mb,
+            int(request["output_bytes"]),
+            mode="exec",
+            syscalls=toolchain.syscalls,
+            executable=command.executable,
+            execute=(command.executable, *([loader] if loader and loader in self.loaders else [])),
         )
 
     def _build(
@@ -384,7 +407,7 @@ class Zygote:
         command = toolchain.build(found, dialect, source_name, pch)
         left = float(request["budget_s"]) - (time.monotonic() - started) - RUN_OVERHEAD_S
         step = Step(
-            ExecRunner(f"{toolchain.language}-build", command, source_name),
+            ExecRunner(f"{toolchain.language}-build", command, source_name, build=True),
             max(0.1, min(float(request["build_time_s"]), left)),
             int(request["build_memory_mb"]),
             BUILD_OUTPUT,

@@ -320,7 +320,8 @@ class ZygoteSandbox:
         message, parts = request.frame()
         protocol.write_frame(self._process.stdin.fileno(), message, *parts)
         limits, fetch = request.limits, request.fetch
-        building = request.program.language in TOOLCHAINS
+        toolchain = TOOLCHAINS.get(request.program.language)
+        building = toolchain is not None and toolchain.builds
         runs = 0
         while True:
             wait_s = request.build_time_s if building else limits.time_s

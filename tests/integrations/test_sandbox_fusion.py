@@ -245,7 +245,7 @@ def test_files_work_in_every_language(endpoint: str, language: str) -> None:
     answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=60)
     assert answer.status.value == "Success", answer
     compiled = answer.compile_result
-    if language == "python":
+    if language in ("python", "nodejs"):  # run, not built: as SandboxFusion runs them
         assert compiled is None
     else:
         assert compiled is not None and (compiled.status.value, compiled.return_code) == (

@@ -237,6 +237,18 @@ def test_nodejs_runs_as_javascript(scorer: RunCodeScorer) -> None:
     assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("js\n", 2)
 
 
+@pytest.mark.needs_tool(
+    "" if isinstance(FOUND["javascript"], Found) else f"javascript: {FOUND['javascript']}"
+)
+def test_a_javascript_syntax_error_is_a_failed_run(scorer: RunCodeScorer) -> None:
+    """Node is run, not built (as SandboxFusion runs it): no compile step, and a syntax
+    error is a run that exits 1 with node's message."""
+    score = _score(scorer, "console.log('js');\nconst x = ;\n", language="nodejs")
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None)
+    assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", 1, "")
+
+
 JAVA = pytest.mark.needs_tool("" if isinstance(FOUND["java"], Found) else f"java: {FOUND['java']}")
 
 
