@@ -793,6 +793,7 @@ def _outcome(
     return {
         "kind": kind,
         "exit_code": exit_code if exit_code >= 0 else None,
+        "signal": -exit_code if exit_code < 0 else None,
         "elapsed_s": round(elapsed_s, 6),
         "confinement": confinement,
     }

@@ -211,6 +211,17 @@ def test_cpp_may_define_a_libc_function_of_its_own(scorer: RunCodeScorer) -> Non
 
 
 @CPP
+@pytest.mark.parametrize(("statement", "signal"), [("assert(1 == 2);", 6), ("raise(SIGSEGV);", 11)])
+def test_a_run_a_signal_ended_reports_that_signal(
+    scorer: RunCodeScorer, statement: str, signal: int
+) -> None:
+    """A failed C++ `assert` dies of SIGABRT, and the report says 6, not the sandbox's 9."""
+    source = f"#include <cassert>\n#include <csignal>\nint main() {{ {statement} }}\n"
+    run = _score(scorer, source, language="cpp").details["run"]
+    assert (run["kind"], run["exit_code"], run["signal"]) == ("runtime_error", None, signal)
+
+
+@CPP
 def test_cpp_that_does_not_compile_is_compile_error(scorer: RunCodeScorer) -> None:
     """A program the compiler refuses is `compile_error`, its messages in the build's stderr."""
     score = _score(scorer, "int main() { return undeclared; }\n", language="cpp")
