@@ -258,6 +258,13 @@ def test_files_work_in_every_language(endpoint: str, language: str) -> None:
     assert answer.files == {"data/out.txt": base64.b64encode(b"HELLO").decode()}
 
 
+def test_ping_answers_as_sandbox_fusion_does(endpoint: str) -> None:
+    """`GET /v1/ping` is SandboxFusion's liveness check: 200 and the JSON string "pong",
+    under the token's path too."""
+    response = httpx.get(f"{endpoint}/v1/ping")
+    assert (response.status_code, response.json()) == (200, "pong")
+
+
 def test_async_client_runs_code(endpoint: str) -> None:
     """The package's aiohttp client gets the same answer."""
     request = sf.RunCodeRequest(code="print(6 * 7)", language="python")
