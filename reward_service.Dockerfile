@@ -87,7 +87,7 @@ RUN if [ -n "${LANGS}" ]; then \
       for lang in ${LANGS}; do \
         case "${lang}" in \
           cpp) packages="${packages} g++ libc6-dev" ;; \
-          java) packages="${packages} openjdk-17-jdk-headless" ;; \
+          java) packages="${packages} openjdk-17-jdk-headless libjavatuples-java" ;; \
           go) packages="${packages} golang-go" ;; \
           js) packages="${packages} nodejs" ;; \
           rust) packages="${packages} rustc" ;; \

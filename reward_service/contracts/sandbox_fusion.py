@@ -35,8 +35,9 @@ FIELDS = (
 )
 """The request's fields beside `code`: the scorer's label."""
 KILLED = -9
-"""`return_code` of a run a signal ended: SandboxFusion reports minus the signal's number,
-and the sandbox says only that one did (its limits end runs with SIGKILL)."""
+"""`return_code` of a run that failed without an exit status or a signal known (SIGKILL's):
+a run a signal ended reports minus its number, as SandboxFusion does (`signal` in the
+step's report: the program's own, or SIGKILL where the sandbox ended it)."""
 _STEPS = (("compile", "compile_result"), ("run", "run_result"))
 _RAN = (Status.OK, Status.WRONG, Status.COMPILE_ERROR)
 """The scorer's statuses for a request that ran (a build that failed counts)."""
@@ -90,13 +91,13 @@ def _result(report: JSON) -> dict[str, JSON] | None:
     """
     if not isinstance(report, dict):
         return None
-    kind, code = report.get("kind"), report.get("exit_code")
+    kind, code, signal = report.get("kind"), report.get("exit_code"), report.get("signal")
     if kind == "time_limit":
         status, code = "TimeLimitExceeded", None
     else:
         status = "Finished"
         if kind != "ok" and not code:
-            code = KILLED
+            code = -signal if isinstance(signal, int) and signal > 0 else KILLED
     return {
         "status": status,
         "execution_time": report.get("elapsed_s"),

@@ -105,6 +105,10 @@ class Outcome:
     files: dict[str, bytes] = field(default_factory=dict)
     """The files asked for (`Sandbox.execute`'s `fetch`) found in its directory when
     it ended: regular files, never through a link, within the bytes allowed."""
+    signal: int | None = None
+    """The signal it died of (`exit_code` is then None): the sandbox's SIGKILL for a run
+    it ended (its time, its output cap), else the program's own (SIGABRT of a failed C++
+    `assert`, SIGSEGV)."""
 
 
 @dataclass(frozen=True)

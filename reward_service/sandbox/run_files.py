@@ -17,6 +17,8 @@ import stat
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from reward_service.sandbox import protocol
+
 Files = Sequence[tuple[str, memoryview]]
 """(relative path, content) of each file a run starts with."""
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -80,9 +82,20 @@ def write_files(workdir: str, files: Files) -> None:
         if names is None:
             continue
         with contextlib.suppress(OSError), _parent(workdir, names, make=True) as parent:
-            fd = os.open(names[-1], _NEW_FILE, 0o644, dir_fd=parent)
-            with open(fd, "wb") as f:
-                f.write(data)
+            write_file(names[-1], data, parent)
+
+
+def write_file(path: str, data: memoryview, dir_fd: int | None = None) -> None:
+    """A new file holding `data`, written from where it is (no buffered file object: its
+    write buffer would keep a copy of a small file in the heap every later run is forked
+    with)."""
+    fd = os.open(path, _NEW_FILE, 0o644, dir_fd=dir_fd)
+    try:
+        left = memoryview(data)
+        while left:
+            left = left[os.write(fd, left) :]
+    finally:
+        os.close(fd)
 
 
 def hand_over(workdir: str, uid: int) -> None:
@@ -92,10 +105,10 @@ def hand_over(workdir: str, uid: int) -> None:
             os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
-def read_files(workdir: str, paths: Sequence[str], max_bytes: int) -> list[tuple[int, bytes]]:
+def read_files(workdir: str, paths: Sequence[str], max_bytes: int) -> list[tuple[int, memoryview]]:
     """(index in `paths`, content) of each regular file found, in order, while their bytes
     in all fit in `max_bytes`; a file missing, not regular, linked or too big is left out."""
-    found: list[tuple[int, bytes]] = []
+    found: list[tuple[int, memoryview]] = []
     left = max_bytes
     for index, path in enumerate(paths):
         names = parts(path)
@@ -126,12 +139,21 @@ def _parent(workdir: str, names: list[str], make: bool) -> Iterator[int]:
             os.close(fd)
 
 
-def _read(fd: int, most: int) -> bytes | None:
+def _read(fd: int, most: int) -> memoryview | None:
     """The content of the file open at `fd` (closed here), if it is a regular file of one
-    link and at most `most` bytes."""
-    with open(fd, "rb") as f:
+    link and at most `most` bytes: read into a buffer no run is forked with (a run's
+    files may be an answer's outputs), never into the heap."""
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1 or info.st_size > most:
             return None
-        data = f.read(most + 1)
-    return data if len(data) <= most else None
+        view = memoryview(protocol.private_buffer(min(info.st_size, most) + 1))
+        got = 0
+        while got < len(view):
+            n = os.readv(fd, [view[got:]])
+            if n == 0:
+                break
+            got += n
+    finally:
+        os.close(fd)
+    return view[:got] if got <= most else None

@@ -22,10 +22,10 @@ import types
 from dataclasses import dataclass
 from typing import NoReturn, Protocol
 
-from reward_service.sandbox import linux
+from reward_service.sandbox import linux, run_files
 from reward_service.sandbox.confine import EXEC_FD
 from reward_service.sandbox.supervise import Sink
-from reward_service.sandbox.toolchains import Command
+from reward_service.sandbox.toolchains import BUILD_HOME, Command
 
 SCRIPT = "solution.py"
 ONE_THREAD = {
@@ -121,8 +121,7 @@ class PythonRunner:
     name = "python"
 
     def write_files(self, source: memoryview, workdir: str) -> None:
-        with open(os.path.join(workdir, SCRIPT), "wb") as f:
-            f.write(source)
+        run_files.write_file(os.path.join(workdir, SCRIPT), source)
 
     def run(self, workdir: str) -> NoReturn:
         self.start(self.prepare(workdir))
@@ -174,30 +173,39 @@ EXEC_FAILED = 127
 
 @dataclass(frozen=True)
 class ExecRunner:
-    """Becomes `command` by exec of the file at `EXEC_FD`: a build (it starts with the
-    source as `source_name`, its stderr joined to stdout) or a compiled program's run."""
+    """Becomes `command` by exec of the file at `EXEC_FD`: a build (`build`: its stderr
+    joined to stdout, a home of its own) or a program's run; either starts with the
+    source as `source_name` when it has one (a build's input, a script its runtime reads)."""
 
     name: str
     command: Command
     source_name: str | None = None
     memory_errors: tuple[bytes, ...] = ()
+    build: bool = False
 
     def write_files(self, source: memoryview, workdir: str) -> None:
         if self.source_name is not None:
-            with open(os.path.join(workdir, self.source_name), "wb") as f:
-                f.write(source)
+            run_files.write_file(os.path.join(workdir, self.source_name), source)
         for directory in self.command.directories:
             os.mkdir(os.path.join(workdir, directory), 0o755)
         for name, target in self.command.links.items():
             os.symlink(target, os.path.join(workdir, name))
 
     def run(self, workdir: str) -> NoReturn:
-        env = {"HOME": workdir, "TMPDIR": workdir, **ONE_THREAD}
+        # a build's home is a directory of its own, empty (`toolchains.BUILD_HOME`); a
+        # program's is its working directory
+        home = os.path.join(workdir, BUILD_HOME) if self.build else workdir
+        env = {"HOME": home, "TMPDIR": home, **ONE_THREAD}
+        if self.build:
+            env |= {f"XDG_{kind}_HOME": home for kind in ("CONFIG", "CACHE", "DATA", "STATE")}
         # $ORIGIN in a runtime's library path (the JDK's, rustc's) is found through
         # /proc/self/exe, which a mount namespace in a user namespace has not: say it here
         env["LD_ORIGIN_PATH"] = os.path.dirname(self.command.executable)
-        env.update((k, v.replace("{workdir}", workdir)) for k, v in self.command.env.items())
-        if self.source_name is not None:
+        env.update(
+            (k, v.replace("{workdir}", workdir).replace("{home}", home))
+            for k, v in self.command.env.items()
+        )
+        if self.build:
             os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them
         for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)
             os.set_inheritable(fd, True)

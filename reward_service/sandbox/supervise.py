@@ -113,6 +113,8 @@ class Seen:
     """Its scratch directory outgrew the quota (where no tmpfs bounds it)."""
     threads_exceeded: bool = False
     """It ran more threads than its budget (where runs share the service's uid)."""
+    build_exceeded: str | None = None
+    """A build's processes together passed its cap: "memory" or "processes" (`BuildWatch`)."""
     ended: float = field(default_factory=time.monotonic)
 
     def close(self) -> None:
@@ -186,6 +188,65 @@ class ThreadWatch:
             return False
 
 
+class BuildWatch:
+    """A build's processes together (the compiler and every tool it starts, orphans
+    included: they are all the zygote's descendants while a build runs), polled while it
+    runs: their count against `processes`, their resident memory summed against
+    `memory_bytes`. RLIMIT_AS bounds each process alone; a build that starts many (a
+    Go build runs a compiler per package) would otherwise hold that much in each. Where
+    the zygote has no /proc it measures nothing (each process's RLIMIT_AS still holds)."""
+
+    INTERVAL_S = 0.01
+
+    def __init__(self, root: int, memory_bytes: int, processes: int) -> None:
+        self.root, self.memory_bytes, self.processes = root, memory_bytes, processes
+        self.next = time.monotonic() + self.INTERVAL_S
+
+    def exceeded(self) -> str | None:
+        now = time.monotonic()
+        if now < self.next:
+            return None
+        self.next = now + self.INTERVAL_S
+        try:
+            found = descendants(self.root)
+        except OSError:
+            return None
+        if len(found) > self.processes:
+            return "processes"
+        if sum(map(_resident, found)) > self.memory_bytes:
+            return "memory"
+        return None
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (each of its threads' children, then theirs); OSError when
+    `root`'s own are unreadable (no /proc)."""
+    os.listdir(f"/proc/{root}/task")
+    found: list[int] = []
+    parents = [root]
+    while parents:
+        pid = parents.pop()
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                    children = [int(child) for child in f.read().split()]
+                found += children
+                parents += children
+    return found
+
+
+def _resident(pid: int) -> int:
+    """Bytes of `pid` resident in memory, 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
 def supervise(
     pid: int,
     stdin: memoryview,
@@ -196,6 +257,7 @@ def supervise(
     threads: ThreadWatch | None,
     kill: Callable[[], None],
     pidfd: int | None = None,
+    build: BuildWatch | None = None,
 ) -> Seen:
     """Feed stdin, collect the outputs until the run ends or breaks a limit; `kill` ends it.
 
@@ -228,6 +290,8 @@ def supervise(
                 timeout = min(timeout, ScratchWatch.INTERVAL_S)
             if threads is not None:
                 timeout = min(timeout, ThreadWatch.INTERVAL_S)
+            if build is not None:
+                timeout = min(timeout, BuildWatch.INTERVAL_S)
         events = poller.poll(timeout * 1000)
         if not events and exited:
             break
@@ -250,6 +314,9 @@ def supervise(
             break
         if threads is not None and not exited and threads.exceeded():
             seen.threads_exceeded = True
+            break
+        if build is not None and not exited and (over := build.exceeded()):
+            seen.build_exceeded = over
             break
     if not exited:
         seen.ended = time.monotonic()

@@ -24,8 +24,19 @@ if TYPE_CHECKING:
 
 BUILD_PATH = "/usr/local/bin:/usr/bin:/bin"
 """PATH of a build run: the compilers' own helpers (cc1plus, as, ld, cc) are found there."""
+BUILD_HOME = ".build-home"
+"""A build's HOME, TMPDIR and caches, beside its source: made empty by the zygote after the
+program's files are laid out, none of which lands there (`Program.files` under this name
+are left out). So a build finds no configuration but the sandbox's own: a request's
+files are the compiler's inputs and nothing else (`.config/go/env` in HOME once set
+`GOFLAGS=-toolexec=...`)."""
 _PROBE_TIMEOUT_S = 20.0
-_PUBLIC_CLASS = re.compile(r"\bpublic\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)")
+_PUBLIC_CLASS = re.compile(
+    rb"(?<![\w$\x80-\xff])public\s+(?:final\s+|abstract\s+)*class\s+"
+    rb"([A-Za-z_$\x80-\xff][\w$\x80-\xff]*)"
+)
+"""A Java source's public class, matched in its bytes (an identifier's non-ASCII letters as
+UTF-8 bytes): the zygote never makes a copy of a source (docs/sandbox.md, "Processes")."""
 PCH_HEADER = "bits/stdc++.h"
 
 
@@ -63,6 +74,10 @@ class Toolchain:
     dialects: tuple[str, ...] = ()
     """Accepted values of `Program.dialect` (a standard, an edition), the first the default."""
     source_file = "main"
+    builds = True
+    """Whether a program is built once before its runs; without, each run's directory holds
+    the source (`source_file`) and the launch reads it (JavaScript, as SandboxFusion runs
+    it: a syntax error is the run's failure)."""
     outputs: tuple[str, ...] = ("main",)
     """Files of the build kept for the runs (a glob suffix with `*`)."""
     memory_errors: tuple[bytes, ...] = ()
@@ -76,7 +91,10 @@ class Toolchain:
     the program (the answer is then `error`, not `compile_error`): the compiler's own
     first words, before it reads the source, so no program can print them first."""
 
-    def source_name(self, source: str) -> str:
+    def source_name(self, source: memoryview) -> str:
+        """The file the build reads `source` from, read in place in the zygote's private
+        buffer: never decoded or copied whole, as a copy would stay in the heap every later
+        run is forked with."""
         return self.source_file
 
     def dialect(self, asked: str | None) -> str:
@@ -115,7 +133,9 @@ class Toolchain:
 
 
 class Cpp(Toolchain):
-    """g++, statically linked (a run execs its own binary and nothing else)."""
+    """g++, linked dynamically as SandboxFusion links (a program may define a libc function
+    of its own, SandboxFusion's `exit` wrapper; `-static` made that a link error): a run
+    execs its own binary, and the loader maps the system's libstdc++ and libc."""
 
     language = "cpp"
     tools = ("g++",)
@@ -125,13 +145,13 @@ class Cpp(Toolchain):
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
-        argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-static", "-fmax-errors=20", *include]
+        argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-fmax-errors=20", *include]
         argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
         argv += [source_name, "-o", "main", "-lm"]
         return Command(found.tools["g++"], argv, {"PATH": BUILD_PATH})
 
     def discover(self, path: str) -> Found | str:
-        """g++, and gold where binutils has it: static C++ links faster with it (a build of
+        """g++, and gold where binutils has it: C++ links faster with it (a static build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
         found = super().discover(path)
         gold = which("ld.gold", BUILD_PATH)
@@ -192,7 +212,7 @@ class Rust(Toolchain):
 
 
 class Go(Toolchain):
-    """go build with cgo off: a static binary; its cache lives in the build's directory."""
+    """go build with cgo off: a static binary; its cache lives in the build's own home."""
 
     language = "go"
     tools = ("go",)
@@ -201,9 +221,10 @@ class Go(Toolchain):
     runtime_mb = 768
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        env = {"PATH": BUILD_PATH, "CGO_ENABLED": "0", "GO111MODULE": "off"}
-        env |= {"GOCACHE": "{workdir}/gocache", "GOPATH": "{workdir}/gopath"}
-        env |= {"GOTOOLCHAIN": "local"}
+        env = {"PATH": BUILD_PATH, "CGO_ENABLED": "0", "GO111MODULE": "off", "GOWORK": "off"}
+        # no go env file (GOENV), no GOFLAGS: the go command's configuration is all here
+        env |= {"GOENV": "off", "GOFLAGS": "", "GOTOOLCHAIN": "local"}
+        env |= {"GOCACHE": "{home}/gocache", "GOPATH": "{home}/gopath"}
         env |= {"GOMAXPROCS": "2"} | ({"GOROOT": found.reads[0]} if found.reads else {})
         return Command(found.tools["go"], ["go", "build", "-o", "main", source_name], env)
 
@@ -228,8 +249,15 @@ _JVM += ["-XX:ReservedCodeCacheSize=32m", "-XX:CompressedClassSpaceSize=64m", "-
 _JVM += ["-XX:-UseContainerSupport"]
 
 
+JAVA_LIBRARIES = ("/usr/share/java/javatuples.jar",)
+"""Jars on a Java program's class path where this machine has them: SandboxFusion's Java
+has javatuples (MultiPL-E's Java imports it in every program); Debian ships it as
+`libjavatuples-java`."""
+
+
 class Java(Toolchain):
-    """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit)."""
+    """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit,
+    assertions on), with the libraries of `JAVA_LIBRARIES` found here."""
 
     language = "java"
     tools = ("javac", "java")
@@ -247,22 +275,36 @@ class Java(Toolchain):
         conf = os.path.realpath(os.path.join(home, "conf", "security", "java.security"))
         beyond = {home, os.path.dirname(os.path.dirname(conf))}
         reads = sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
-        return Found(found.tools, reads)
+        tools = dict(found.tools)
+        for jar in JAVA_LIBRARIES:
+            if os.path.isfile(jar):
+                tools[f"classpath:{os.path.basename(jar)}"] = os.path.realpath(jar)
+                reads += [] if _under_system(jar) else [os.path.dirname(os.path.realpath(jar))]
+        return Found(tools, reads)
 
-    def source_name(self, source: str) -> str:
+    @staticmethod
+    def classpath(found: Found, directory: str) -> str:
+        """`directory` (the program's classes) and the libraries found (`JAVA_LIBRARIES`)."""
+        jars = [path for name, path in sorted(found.tools.items()) if name.startswith("classpath:")]
+        return ":".join([directory, *jars])
+
+    def source_name(self, source: memoryview) -> str:
         public = _PUBLIC_CLASS.search(source)
-        return f"{public.group(1) if public else 'Main'}.java"
+        name = public.group(1).decode("utf-8", "replace") if public else "Main"
+        return f"{name}.java"
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         # argv[0] the JDK's own path: the launcher finds its home from /proc/self/exe, else
         # from argv[0] (by PATH, through /etc/alternatives, which runs may not read)
         argv = [found.tools["javac"], *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m", "-proc:none"]
-        argv += ["-encoding", "UTF-8", "-d", ".", source_name]
+        argv += ["-encoding", "UTF-8", "-cp", self.classpath(found, "."), "-d", ".", source_name]
         return Command(found.tools["javac"], argv, {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"})
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         main = source_name.removesuffix(".java")
-        argv = [found.tools["java"], *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-cp", build_dir, main]
+        # -ea: assertions on, as SandboxFusion runs Java (MultiPL-E's tests are asserts)
+        argv = [found.tools["java"], *_JVM, f"-Xmx{memory_mb}m", "-Xss16m", "-ea"]
+        argv += ["-cp", self.classpath(found, build_dir), main]
         return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
 
     def version(self, tools: Mapping[str, str]) -> str:
@@ -274,19 +316,16 @@ class Java(Toolchain):
 
 
 class JavaScript(Toolchain):
-    """Node.js: `node --check` is the build (a syntax error is a compile error), then node."""
+    """Node.js, no build: node runs the file, as SandboxFusion runs it (a syntax error ends
+    the run, exit 1); the modules given beside it (`Program.files`) are in the run's
+    directory, where its `require` finds them."""
 
     language = "javascript"
     tools = ("node",)
     source_file = "main.js"
-    outputs = ("*.js",)
-    """The program and the modules given beside it (`Program.files`), which its `require`
-    finds next to it."""
+    builds = False
     memory_errors = (b"JavaScript heap out of memory", b"Allocation failed")
     runtime_mb = 768
-
-    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        return Command(found.tools["node"], ["node", "--check", source_name], _NODE_ENV)
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         argv = ["node", f"--max-old-space-size={memory_mb}", "--stack-size=65500"]

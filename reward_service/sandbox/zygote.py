@@ -58,6 +58,7 @@ from reward_service.sandbox.runners import (
 )
 from reward_service.sandbox.seccomp import SyscallFilter
 from reward_service.sandbox.supervise import (
+    BuildWatch,
     ScratchWatch,
     Seen,
     ThreadWatch,
@@ -70,6 +71,7 @@ from reward_service.sandbox.supervise import (
 )
 from reward_service.sandbox.template import Template, TemplateLost
 from reward_service.sandbox.toolchains import (
+    BUILD_HOME,
     TOOLCHAINS,
     Found,
     Toolchain,
@@ -96,6 +98,12 @@ it is lost (a run so retried stays well inside the worker's grace, `_REPLY_GRACE
 BUILDS_KEPT = 2
 """Programs kept built (the answer in progress, the one before): an answer's tests sent in
 several requests build once."""
+BUILD_PROCESSES = 16
+"""The most processes a build may have at once, the compiler's own tools included (a Go
+build of one package runs four at most, g++ five); past it the build is killed
+(`runtime_error`), as it is past its memory (`build_memory_mb`) summed over them all
+(`memory_limit`): `supervise.BuildWatch`."""
+_TOO_MANY_PROCESSES = f"sandbox: the build ran more than {BUILD_PROCESSES} processes\n".encode()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +133,12 @@ class Build:
     directory: str
     source_name: str
     reply: protocol.Message
-    message: bytes
+    message: memoryview
+    """The compiler's messages' head, in a buffer no run is forked with (they quote the
+    source)."""
+    loader: str | None = None
+    """The ELF loader the built binary names, read before it became execute-only (a zygote
+    without CAP_DAC_OVERRIDE cannot read it after)."""
 
 
 class Zygote:
@@ -138,6 +151,10 @@ class Zygote:
         share_environment()
         self.scratch_mb = scratch_mb
         self.toolchains = toolchains or {}
+        tools = [sys.executable, *(t for f in self.toolchains.values() for t in f.tools.values())]
+        self.loaders = {elf_interpreter(os.path.realpath(tool)) for tool in tools} - {None}
+        """The system's ELF loaders, those the interpreter and the toolchains name: the only
+        ones a built binary may name (its `.interp` is the program's to write)."""
         self.pch = pch
         """{"dir", "dialect"}: a precompiled `bits/stdc++.h` for C++ builds of that dialect."""
         self.builds: dict[str, Build] = {}
@@ -256,7 +273,7 @@ class Zygote:
             files, fetch, offset = run_files.unpack(view, offset, request)
             step = self._step(request, source, files, started, control_out)
             sizes = request["stdin_bytes"] if step is not None else []
-            fetched: list[tuple[int, bytes]] = []
+            fetched: list[tuple[int, memoryview]] = []
 
             def take(workdir: str, outcome: protocol.Message) -> None:
                 fetched[:] = run_files.read_files(workdir, fetch, int(request["fetch_bytes"]))
@@ -315,6 +332,8 @@ class Zygote:
         if language not in TOOLCHAINS:
             return Step(RUNNERS[language], time_s, memory_mb, output_bytes)
         toolchain = TOOLCHAINS[language]
+        if not toolchain.builds:
+            return self._script_step(toolchain, request)
         build = self._build(toolchain, request, source, files, started)
         reply = {"build": build.reply, "stdout_bytes": 0, "stderr_bytes": len(build.message)}
         protocol.write_frame(control_out, reply, build.message)
@@ -322,7 +341,9 @@ class Zygote:
             return None
         found = self.toolchains[language]
         command = toolchain.launch(found, build.directory, build.source_name, memory_mb)
-        loader = elf_interpreter(command.executable)
+        loader = elf_interpreter(command.executable) or build.loader
+        if loader not in self.loaders:  # a program that names its own (a shell) gets none
+            loader = None
         return Step(
             ExecRunner(language, command, memory_errors=toolchain.memory_errors),
             time_s,
@@ -333,6 +354,27 @@ class Zygote:
             executable=command.executable,
             execute=(command.executable, *([loader] if loader else [])),
             reads=(build.directory,),
+        )
+
+    def _script_step(self, toolchain: Toolchain, request: protocol.Message) -> Step | None:
+        """How a language without a build runs (JavaScript): its runtime on the source, laid
+        out in each run's directory; None (after a failed build's frame, as for a build)
+        when its toolchain is not here."""
+        found = self.toolchains.get(toolchain.language)
+        if found is None:
+            return None
+        memory_mb = int(request["memory_mb"])
+        command = toolchain.launch(found, ".", toolchain.source_file, memory_mb)
+        loader = elf_interpreter(command.executable)
+        return Step(
+            ExecRunner(toolchain.language, command, toolchain.source_file, toolchain.memory_errors),
+            float(request["time_s"]),
+            memory_mb + toolchain.runtime_mb,
+            int(request["output_bytes"]),
+            mode="exec",
+            syscalls=toolchain.syscalls,
+            executable=command.executable,
+            execute=(command.executable, *([loader] if loader and loader in self.loaders else [])),
         )
 
     def _build(
@@ -360,12 +402,12 @@ class Zygote:
             return kept
         while len(self.builds) >= BUILDS_KEPT:
             remove_tree(self.builds.pop(next(iter(self.builds))).directory)
-        source_name = toolchain.source_name(bytes(source).decode("utf-8", "replace"))
+        source_name = toolchain.source_name(source)
         pch = self.pch["dir"] if self.pch and self.pch["dialect"] == dialect else None
         command = toolchain.build(found, dialect, source_name, pch)
         left = float(request["budget_s"]) - (time.monotonic() - started) - RUN_OVERHEAD_S
         step = Step(
-            ExecRunner(f"{toolchain.language}-build", command, source_name),
+            ExecRunner(f"{toolchain.language}-build", command, source_name, build=True),
             max(0.1, min(float(request["build_time_s"]), left)),
             int(request["build_memory_mb"]),
             BUILD_OUTPUT,
@@ -377,18 +419,21 @@ class Zygote:
         directory = os.path.join(self.scratch_root, f"build-{self.runs}")
         os.mkdir(directory, 0o711)
 
+        loaders: list[str | None] = []
+
         def keep(workdir: str, outcome: protocol.Message) -> None:
             if outcome["kind"] == "ok":
-                _keep_outputs(workdir, directory, toolchain.outputs)
+                loaders.append(_keep_outputs(workdir, directory, toolchain.outputs))
 
         reply, seen = self.run(step, source, memoryview(b""), keep, files)
-        message = bytes(seen.stdout.head(BUILD_MESSAGE))
+        note = _TOO_MANY_PROCESSES if seen.build_exceeded == "processes" else b""
+        message = _private_copy(note, seen.stdout.head(BUILD_MESSAGE - len(note)))  # it quotes
         seen.close()
         failed = reply["kind"] != "ok" and reply["confinement"] is None
-        if failed and message.startswith(toolchain.unusable):  # the toolchain's, here
-            line = message.split(b"\n", 1)[0].decode("utf-8", "replace")[:200]
+        if failed and any(message[: len(u)] == u for u in toolchain.unusable):  # the toolchain's
+            line = bytes(message[:200]).split(b"\n", 1)[0].decode("utf-8", "replace")
             reply = {**reply, "confinement": f"the toolchain cannot run here: {line}"}
-        build = Build(directory, source_name, reply, message)
+        build = Build(directory, source_name, reply, message, loaders[0] if loaders else None)
         if reply["kind"] == "ok":
             self.builds[key] = build
         else:
@@ -461,6 +506,9 @@ class Zygote:
             ThreadWatch(pid, THREADS) if self.shares_uid else None,
             kill,
             pidfd,
+            BuildWatch(os.getpid(), step.memory_mb << 20, BUILD_PROCESSES)
+            if step.mode == "build"
+            else None,
         )
         try:
             status, cpu_s = end()
@@ -481,9 +529,14 @@ class Zygote:
     def _lay_out(
         self, step: Step, source: memoryview, files: run_files.Files, workdir: str
     ) -> None:
-        """The files a run starts with, in `workdir`, handed to the runs' uid."""
+        """The files a run starts with, in `workdir`, handed to the runs' uid; for a build,
+        its home made empty after them (`toolchains.BUILD_HOME`)."""
         step.runner.write_files(source, workdir)
+        if step.mode == "build":
+            files = [(path, data) for path, data in files if not _in_build_home(path)]
         run_files.write_files(workdir, files)
+        if step.mode == "build":
+            os.mkdir(os.path.join(workdir, BUILD_HOME), 0o700)
         if self.confinement.run_uid is not None:
             # the files before their directory; the directory keeps the zygote's group
             # (0750), so that root holding CAP_CHOWN but not CAP_DAC_OVERRIDE still
@@ -725,8 +778,10 @@ def _outcome(
         confinement = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
     elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
-    elif seen.threads_exceeded:
+    elif seen.threads_exceeded or seen.build_exceeded == "processes":
         kind = "runtime_error"
+    elif seen.build_exceeded == "memory":
+        kind = "memory_limit"
     elif seen.timed_out or cpu_s >= limits.time_s or exit_code == -signal.SIGXCPU:
         kind = "time_limit"
     elif runner.out_of_memory(exit_code, seen.stderr):
@@ -738,6 +793,7 @@ def _outcome(
     return {
         "kind": kind,
         "exit_code": exit_code if exit_code >= 0 else None,
+        "signal": -exit_code if exit_code < 0 else None,
         "elapsed_s": round(elapsed_s, 6),
         "confinement": confinement,
     }
@@ -755,13 +811,30 @@ def _read_paths(toolchains: list[str]) -> list[str]:
 
 def _failed_build(message: str) -> Build:
     reply = {"kind": "runtime_error", "exit_code": None, "elapsed_s": 0.0, "confinement": None}
-    return Build("", "", reply, message.encode()[:BUILD_MESSAGE])
+    return Build("", "", reply, memoryview(message.encode()[:BUILD_MESSAGE]))
 
 
-def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> None:
+def _in_build_home(path: str) -> bool:
+    names = run_files.parts(path)
+    return names is not None and names[0] == BUILD_HOME
+
+
+def _private_copy(*parts: bytes | memoryview) -> memoryview:
+    """`parts` joined in a buffer of their own that no run is forked with."""
+    size = sum(map(len, parts))
+    view = memoryview(protocol.private_buffer(size))[:size]
+    at = 0
+    for part in parts:
+        view[at : at + len(part)] = part
+        at += len(part)
+    return view
+
+
+def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> str | None:
     """A build's outputs moved from its run's directory to the build's own, the zygote's:
     a binary execute-only (a run that execs a file it cannot read is not dumpable), the
-    rest read-only."""
+    rest read-only. Returns the loader the binary names, if any (`elf_interpreter`)."""
+    loader = None
     for entry in os.scandir(workdir):
         wanted = any(
             entry.name == name or (name.startswith("*") and entry.name.endswith(name[1:]))
@@ -775,7 +848,10 @@ def _keep_outputs(workdir: str, directory: str, outputs: tuple[str, ...]) -> Non
         os.rename(entry.path, target)
         with contextlib.suppress(PermissionError):
             os.chown(target, os.geteuid(), os.getegid())
+        if entry.name == "main":
+            loader = elf_interpreter(target)
         os.chmod(target, 0o111 if entry.name == "main" else 0o444)
+    return loader
 
 
 def _try(build: typing.Callable[[], typing.Any]) -> typing.Any:

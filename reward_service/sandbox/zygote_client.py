@@ -320,7 +320,8 @@ class ZygoteSandbox:
         message, parts = request.frame()
         protocol.write_frame(self._process.stdin.fileno(), message, *parts)
         limits, fetch = request.limits, request.fetch
-        building = request.program.language in TOOLCHAINS
+        toolchain = TOOLCHAINS.get(request.program.language)
+        building = toolchain is not None and toolchain.builds
         runs = 0
         while True:
             wait_s = request.build_time_s if building else limits.time_s
@@ -420,12 +421,14 @@ def _outcome(
     the run's stdout, then its stderr's tail, then the files fetched (`files`: [index in
     `fetch.paths`, bytes] each, within `fetch.max_bytes`)."""
     kind, exit_code, elapsed = reply.get("kind"), reply.get("exit_code"), reply.get("elapsed_s")
+    signal = reply.get("signal")
     stdout_bytes, stderr_bytes = reply.get("stdout_bytes"), reply.get("stderr_bytes")
     confinement = reply.get("confinement")
     fetched = _fetched(reply.get("files", []), fetch)
     if (
         kind not in {k.value for k in Kind}
         or not (exit_code is None or type(exit_code) is int)
+        or not (signal is None or (type(signal) is int and 0 < signal < 128))
         or not isinstance(elapsed, (int, float))
         or not (confinement is None or isinstance(confinement, str))
         or type(stdout_bytes) is not int
@@ -448,6 +451,7 @@ def _outcome(
         exit_code,
         float(elapsed),
         files,
+        signal,
     )
 
 
@@ -477,7 +481,9 @@ def _build_outcome(reply: protocol.Message, payload: bytes) -> Outcome:
     fields = {**reply, "stdout_bytes": 0, "stderr_bytes": len(payload)}
     checked = _outcome(fields, payload, Limits(0.0, 0, 0))  # a build answers no stdout
     stderr = checked.stderr if reply.get("confinement") else payload.decode("utf-8", "replace")
-    return Outcome(checked.kind, b"", stderr, checked.exit_code, checked.elapsed_s)
+    return Outcome(
+        checked.kind, b"", stderr, checked.exit_code, checked.elapsed_s, signal=checked.signal
+    )
 
 
 def exec_gap(layers: Iterable[str]) -> str | None:

@@ -48,6 +48,7 @@ SCORING: list[tuple[str, Endpoint, dict[str, Any], str]] = [
 
 STATUS: list[tuple[str, Callable[..., Awaitable[Response]], str]] = [
     ("/livez", endpoints.livez, "The event loop answers"),
+    ("/v1/ping", endpoints.ping, 'SandboxFusion\'s liveness check: "pong"'),
     ("/readyz", endpoints.readiness, "The grading pool is warm and alive"),
     ("/health", endpoints.readiness, "Alias of /readyz, for deployments of the older service"),
     ("/metrics", endpoints.prometheus, "Prometheus metrics"),

@@ -238,6 +238,11 @@ async def livez() -> Response:
     return _json({"status": "alive"})
 
 
+# `GET /v1/ping`: SandboxFusion's liveness check, answered as it answers ("pong", JSON).
+async def ping() -> Response:
+    return _json("pong")
+
+
 # `/readyz` and `/health`: 200 once the grading pool is warm and alive, else 503.
 async def readiness(request: Request) -> Response:
     if request.app.state.engine.ready:

@@ -66,6 +66,8 @@ def test_request_without_string_code_and_language_is_a_bad_request(body: dict[st
         (_run("memory_limit", 1), "Failed", "Finished", 1),
         (_run("output_limit", None), "Failed", "Finished", KILLED),
         (_run("output_limit", 0), "Failed", "Finished", KILLED),
+        ({**_run("runtime_error", None), "signal": 6}, "Failed", "Finished", -6),
+        ({**_run("output_limit", None), "signal": 9}, "Failed", "Finished", -9),
     ],
 )
 def test_runs_map_to_sandbox_fusions_statuses(

@@ -245,7 +245,7 @@ def test_files_work_in_every_language(endpoint: str, language: str) -> None:
     answer = sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=60)
     assert answer.status.value == "Success", answer
     compiled = answer.compile_result
-    if language == "python":
+    if language in ("python", "nodejs"):  # run, not built: as SandboxFusion runs them
         assert compiled is None
     else:
         assert compiled is not None and (compiled.status.value, compiled.return_code) == (
@@ -256,6 +256,13 @@ def test_files_work_in_every_language(endpoint: str, language: str) -> None:
     assert run is not None
     assert (run.status.value, run.stdout, run.return_code) == ("Finished", "hello\n", 0)
     assert answer.files == {"data/out.txt": base64.b64encode(b"HELLO").decode()}
+
+
+def test_ping_answers_as_sandbox_fusion_does(endpoint: str) -> None:
+    """`GET /v1/ping` is SandboxFusion's liveness check: 200 and the JSON string "pong",
+    under the token's path too."""
+    response = httpx.get(f"{endpoint}/v1/ping")
+    assert (response.status_code, response.json()) == (200, "pong")
 
 
 def test_async_client_runs_code(endpoint: str) -> None:

@@ -47,7 +47,7 @@ def test_token_path_form_scores(guarded: LiveServer) -> None:
     assert httpx.post(f"{guarded.url}/t/wrong/score", json=BODY).status_code == 401
 
 
-@pytest.mark.parametrize("path", ["/livez", "/readyz", "/health", "/metrics"])
+@pytest.mark.parametrize("path", ["/livez", "/readyz", "/health", "/metrics", "/v1/ping"])
 def test_probes_and_metrics_stay_open(guarded: LiveServer, path: str) -> None:
     """Health probes (and metrics, by default) need no token."""
     assert httpx.get(f"{guarded.url}{path}").status_code == 200

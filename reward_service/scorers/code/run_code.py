@@ -110,6 +110,7 @@ def run_report(outcome: Outcome, *, build: bool = False) -> dict[str, JSON]:
     return {
         "kind": kind.value,
         "exit_code": outcome.exit_code,
+        "signal": outcome.signal,
         "elapsed_s": round(outcome.elapsed_s, 6),
         "stdout": outcome.stdout.decode("utf-8", "replace"),
         "stderr": outcome.stderr,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.sandbox.toolchains import Found, discover
+from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover
 from reward_service.scorers.base import GradingLimits, Status
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
@@ -157,7 +157,10 @@ def test_a_generated_task_grades_in_every_language(
     assert (failure or {}).get("kind") == kind, failure
 
 
-@pytest.mark.parametrize("language", LANGUAGES)
+BUILT = [_language(name) for name in PROGRAMS if TOOLCHAINS[name].builds]
+
+
+@pytest.mark.parametrize("language", BUILT)
 def test_a_program_that_does_not_compile_is_a_compile_error(
     polyglot: CodeScorer, language: str
 ) -> None:
@@ -166,6 +169,16 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
     assert (score.reward, score.status) == (0.0, Status.COMPILE_ERROR), score.details
     failure = score.details["first_failure"]
     assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
+
+
+@pytest.mark.parametrize("language", [_language("javascript")])
+def test_a_javascript_syntax_error_fails_its_first_run(polyglot: CodeScorer, language: str) -> None:
+    """JavaScript has no build (node runs the file, as SandboxFusion runs it): a syntax
+    error is the first test's `runtime_error` (exit 1), 0.0, and no other test runs."""
+    score = polyglot.score("p", _fenced(language, BROKEN[language]), SUMS, {})
+    assert (score.reward, score.status) == (0.0, Status.WRONG), score.details
+    failure = score.details["first_failure"]
+    assert (failure["test"], failure["kind"]) == (0, "runtime_error"), failure
 
 
 POD_GRADING = """\

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox.toolchains import Found, discover
+from reward_service.sandbox.toolchains import JAVA_LIBRARIES, Found, discover
 from reward_service.scorers.base import GradingLimits, Score, Status
 from reward_service.scorers.code.run_code import RunCodeScorer
 from reward_service.scorers.code.run_request import FileCaps
@@ -17,7 +18,7 @@ from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
-FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript"])
+FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript", "java"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -197,6 +198,30 @@ def test_cpp_builds_then_runs(scorer: RunCodeScorer) -> None:
 
 
 @CPP
+def test_cpp_may_define_a_libc_function_of_its_own(scorer: RunCodeScorer) -> None:
+    """A program that defines `exit` (SandboxFusion's anti-cheat wrapper does) links, as
+    SandboxFusion links C++ (dynamically), and its `exit` is the one called."""
+    source = "#include <cstdio>\n#include <cstdlib>\n"
+    source += 'extern "C" void exit(int code) noexcept {\n'
+    source += '    std::printf("wrapped %d\\n", code);\n    std::fflush(stdout);\n'
+    source += "    std::_Exit(code);\n}\nint main() { exit(3); }\n"
+    score = _score(scorer, source, language="cpp")
+    assert score.details["compile"]["kind"] == "ok", score.details["compile"]
+    assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("wrapped 3\n", 3)
+
+
+@CPP
+@pytest.mark.parametrize(("statement", "signal"), [("assert(1 == 2);", 6), ("raise(SIGSEGV);", 11)])
+def test_a_run_a_signal_ended_reports_that_signal(
+    scorer: RunCodeScorer, statement: str, signal: int
+) -> None:
+    """A failed C++ `assert` dies of SIGABRT, and the report says 6, not the sandbox's 9."""
+    source = f"#include <cassert>\n#include <csignal>\nint main() {{ {statement} }}\n"
+    run = _score(scorer, source, language="cpp").details["run"]
+    assert (run["kind"], run["exit_code"], run["signal"]) == ("runtime_error", None, signal)
+
+
+@CPP
 def test_cpp_that_does_not_compile_is_compile_error(scorer: RunCodeScorer) -> None:
     """A program the compiler refuses is `compile_error`, its messages in the build's stderr."""
     score = _score(scorer, "int main() { return undeclared; }\n", language="cpp")
@@ -221,6 +246,45 @@ def test_nodejs_runs_as_javascript(scorer: RunCodeScorer) -> None:
     """SandboxFusion's `nodejs` runs on the JavaScript runner."""
     score = _score(scorer, "process.exitCode = 2; console.log('js')", language="nodejs")
     assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("js\n", 2)
+
+
+@pytest.mark.needs_tool(
+    "" if isinstance(FOUND["javascript"], Found) else f"javascript: {FOUND['javascript']}"
+)
+def test_a_javascript_syntax_error_is_a_failed_run(scorer: RunCodeScorer) -> None:
+    """Node is run, not built (as SandboxFusion runs it): no compile step, and a syntax
+    error is a run that exits 1 with node's message."""
+    score = _score(scorer, "console.log('js');\nconst x = ;\n", language="nodejs")
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None)
+    assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", 1, "")
+
+
+JAVA = pytest.mark.needs_tool("" if isinstance(FOUND["java"], Found) else f"java: {FOUND['java']}")
+
+
+@JAVA
+def test_java_runs_with_assertions_on(scorer: RunCodeScorer) -> None:
+    """A failed `assert` ends a Java run (`-ea`, as SandboxFusion runs Java): MultiPL-E's
+    Java tests are asserts, and a wrong program must not pass them."""
+    source = "public class Main {\n    public static void main(String[] args) {\n"
+    source += "        assert 1 == 2;\n    }\n}\n"
+    score = _score(scorer, source, language="java")
+    assert (score.status, score.details["run"]["exit_code"]) == (Status.WRONG, 1)
+    assert "AssertionError" in score.details["run"]["stderr"]
+
+
+@JAVA
+@pytest.mark.needs_tool(
+    "" if os.path.isfile(JAVA_LIBRARIES[0]) else "javatuples: install libjavatuples-java"
+)
+def test_java_has_javatuples_as_sandbox_fusion_does(scorer: RunCodeScorer) -> None:
+    """`org.javatuples`, which MultiPL-E's Java imports in every program, builds and runs."""
+    source = "import org.javatuples.*;\npublic class Main {\n"
+    source += "    public static void main(String[] args) {\n"
+    source += '        System.out.println(Pair.with(1, "a").getValue1());\n    }\n}\n'
+    score = _score(scorer, source, language="java")
+    assert (score.status, score.details["run"]["stdout"]) == (Status.OK, "a\n"), score.details
 
 
 def test_missing_toolchain_is_an_error_naming_it() -> None:
