@@ -45,6 +45,21 @@ class Status(str, enum.Enum):
     JUDGE_FAILED = "judge_failed"
     """A model judge gave no verdict (outage, limit, unreadable reply): the fallback reward."""
 
+    @property
+    def is_verdict(self) -> bool:
+        """The reward says something about the answer; false for a fallback (`timeout`,
+        `error`, `judge_failed`), whose reward a trainer should mask, not learn from."""
+        return self not in _FALLBACKS
+
+    @property
+    def loss_multiplier(self) -> float:
+        """1.0 for a verdict, 0.0 for a fallback: NeMo-RL's name for a sample's weight in
+        the loss, the field every detail answer carries for trainers' masking hooks."""
+        return 1.0 if self.is_verdict else 0.0
+
+
+_FALLBACKS = frozenset({Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED})
+
 
 @dataclass(frozen=True)
 class Score:
