@@ -7,15 +7,18 @@ from collections.abc import Mapping
 import pytest
 from pydantic import ValidationError
 
+from reward_service.errors import ScorerLoadError
 from reward_service.scorers.base import JSON, Score, Scorer, Status
 from reward_service.scorers.composite import (
     OPEN_R1,
     CompositeDefinition,
+    CompositeScorer,
     composite_scorer,
     normalized_rewards,
 )
 from reward_service.scorers.exact import ExactScorer
 from reward_service.scorers.math_verify.scorer import MathVerifyScorer
+from reward_service.scorers.registry import ScorerRegistry
 
 FORMATTED = "<think>\nadd: 2 + 2\n</think>\n<answer>\n\\boxed{4}\n</answer>"
 
@@ -183,3 +186,49 @@ def test_definitions_that_cannot_work_are_refused(
     """A definition is checked whole when read (at start-up), each mistake named."""
     with pytest.raises(ValidationError, match=complaint):
         CompositeDefinition.model_validate(definition)
+
+
+def _registry(**composites: CompositeDefinition) -> ScorerRegistry:
+    return ScorerRegistry.discover(composites=composites)
+
+
+def test_the_registry_serves_a_composite_by_its_name() -> None:
+    """A composite in the registry is a scorer: listed, built with its parts, graded."""
+    registry = _registry(open_r1=OPEN_R1)
+    assert "open_r1" in registry.names()
+    assert "open_r1" not in registry.targets()
+    scorer = registry.get("open_r1")
+    assert isinstance(scorer, Scorer)
+    assert scorer.score(None, FORMATTED, "4", {}).reward == 3.0
+
+
+def test_a_composite_shares_its_parts_instances() -> None:
+    """The composite grades with the registry's own math_verify, so the worker builds it once."""
+    registry = _registry(open_r1=OPEN_R1)
+    composite = registry.get("open_r1")
+    assert isinstance(composite, CompositeScorer)
+    assert composite.scorers["accuracy"] is registry.get("math_verify")
+
+
+def test_narrowing_to_a_composite_keeps_its_parts() -> None:
+    """`only(["open_r1"])` keeps math_verify, which it grades with, and nothing else."""
+    narrowed = _registry(open_r1=OPEN_R1).only(["open_r1"])
+    assert narrowed.names() == ["boxed_math_verify", "math_verify", "open_r1"]
+
+
+@pytest.mark.parametrize(
+    ("scorer", "complaint"),
+    [("nope", "no scorer served here"), ("judge", "I/O-bound"), ("again", "do not nest")],
+)
+def test_composites_of_what_a_worker_cannot_grade_are_refused(scorer: str, complaint: str) -> None:
+    """Parts must be CPU-bound scorers the registry serves, and not composites."""
+    bad = CompositeDefinition.model_validate({"components": {"a": {"scorer": scorer}}})
+    registry = _registry(bad=bad, again=OPEN_R1)
+    with pytest.raises(ScorerLoadError, match=complaint):
+        registry.check_composites()
+
+
+def test_a_composite_cannot_take_a_scorers_name() -> None:
+    """A composite named like a scorer would hide it: refused."""
+    with pytest.raises(ScorerLoadError, match="name of a scorer"):
+        _registry(exact=OPEN_R1)
