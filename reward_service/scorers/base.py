@@ -186,6 +186,15 @@ class ScorerBase(abc.ABC):
     settings_model: ClassVar[type[ScorerSettings] | None] = None
     """The scorer's own settings (`REWARD_<NAME>__<FIELD>`); None: it has none."""
 
+    correct_is_label: ClassVar[bool] = False
+    """A correct verdict means "the answer equals the label" (math, multiple choice, exact):
+    then a group's correct answers are one final answer, however written. False where a
+    correct verdict is a degree or a behaviour (f1, code, instruction following)."""
+
+    deterministic: ClassVar[bool] = True
+    """Equal inputs get equal grades, so a group grades each distinct response once;
+    False for a scorer that draws (`random`)."""
+
     settings_name: ClassVar[str | None] = None
     """The `<NAME>` its settings are read under when not its own: scorers that share one
     resource (a judge endpoint) share its settings."""

@@ -263,5 +263,7 @@ def composite_scorer(
             "parts": dict(parts),
             "options": options,
             "deadline_s": None if None in deadlines else max(d for d in deadlines if d),
+            "correct_is_label": parts[definition.verdict_name].correct_is_label,
+            "deterministic": all(part.deterministic for part in parts.values()),
         },
     )

@@ -179,6 +179,7 @@ class MathVerifyScorer(Scorer):
     """1.0 when math_verify finds the boxed answer equal to the gold, else 0.0."""
 
     name = "math_verify"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
         "extraction": EXTRACTION_MODES,
         "think": THINK_MODES,
