@@ -3,10 +3,16 @@
 Every module belongs to one part (`PARTS`: the part with the longest prefix of
 its name). `MAY_IMPORT` says, for each part, the other parts it may import and
 the third-party packages it may import; the standard library is everyone's, and
-a part may always import itself. Every import of every module (inside functions
+a part may import its own modules. Every import of every module (inside functions
 too, relative ones resolved) must be allowed. A new module outside every part,
 a new part without a row, an import the table does not allow, or a table with a
-cycle fails here, before the layering can rot.
+cycle fails here, before the layering can rot. Below the parts, the modules
+themselves form no circle either, inside a part as across parts: no module
+imports one that imports it back, at any distance, lazily or not.
+
+Names: no import binds one of the package's modules to a library's name, and
+nothing Python puts on `sys.path` itself is named like a library (see
+`test_no_import_binds_a_package_module_to_a_library_name`).
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import ast
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 PACKAGE = Path(__file__).resolve().parents[1] / "reward_service"
 ROOT = "reward_service"
@@ -147,6 +155,19 @@ def part_of(module: str, parts: Mapping[str, Iterable[str]] = PARTS) -> str | No
     return best[1] if best else None
 
 
+def _package_of(path: Path, name: str) -> str:
+    """The package relative imports in module `name` (file `path`) start from."""
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _source(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a `from ... import` reads from, relative ones resolved."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
 def imports(path: Path, name: str, modules: Iterable[str]) -> set[str]:
     """Every module `path` (module `name`) imports, absolute, at any depth.
 
@@ -154,17 +175,13 @@ def imports(path: Path, name: str, modules: Iterable[str]) -> set[str]:
     relative imports are resolved against `name`.
     """
     known = set(modules)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    package = _package_of(path, name)
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                source = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                source = node.module or ""
+            source = _source(node, package)
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
                 found.add(submodule if submodule in known else source)
@@ -196,27 +213,48 @@ def violations(
     return found
 
 
-def cycle(may_import: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> list[str]:
-    """A cycle among the parts' allowed imports (`[a, b, a]`), or `[]` if there is none."""
+def cycle(edges: Mapping[str, Iterable[str]]) -> list[str]:
+    """A cycle along `edges` (each node's successors), as `[a, b, a]`, or `[]` if there is
+    none; nodes are tried in sorted order, so the same graph gives the same cycle."""
     done: set[str] = set()
 
-    def visit(part: str, path: list[str]) -> list[str]:
-        if part in path:
-            return [*path[path.index(part) :], part]
-        if part in done:
+    def visit(node: str, path: list[str]) -> list[str]:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
             return []
-        for other in may_import.get(part, ((), ()))[0]:
-            found = visit(other, [*path, part])
+        for successor in sorted(edges.get(node, ())):
+            found = visit(successor, [*path, node])
             if found:
                 return found
-        done.add(part)
+        done.add(node)
         return []
 
-    for part in may_import:
-        found = visit(part, [])
+    for node in sorted(edges):
+        found = visit(node, [])
         if found:
             return found
     return []
+
+
+def allowed_parts(
+    may_import: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]],
+) -> dict[str, tuple[str, ...]]:
+    """Each part's row of `may_import` as edges: the parts it may import."""
+    return {part: allowed for part, (allowed, _) in may_import.items()}
+
+
+def module_imports(modules: Mapping[str, Path]) -> dict[str, set[str]]:
+    """Each module's imports of the package's modules, as edges.
+
+    An import names the module it runs: `from a import b` runs `a` (and `a.b`
+    when that is a module), so a package's `__init__` importing its own modules
+    is no circle, while a module that imports one of its importers is.
+    """
+    return {
+        name: {target for target in imports(path, name, modules) if target in modules}
+        for name, path in modules.items()
+    }
 
 
 MODULES = _modules(PACKAGE)
@@ -231,7 +269,13 @@ def test_module_imports_only_what_its_part_may(name: str) -> None:
 
 def test_the_allow_list_has_no_cycle() -> None:
     """Parts import downward only: no part may import one that may import it back."""
-    assert cycle(MAY_IMPORT) == []
+    assert cycle(allowed_parts(MAY_IMPORT)) == []
+
+
+def test_no_module_imports_itself_back() -> None:
+    """No module imports one that imports it back, at any distance: a part may import its own
+    modules, but never in a circle (the bench's two commands once did, through a function)."""
+    assert cycle(module_imports(MODULES)) == []
 
 
 def test_the_tables_name_real_parts_and_modules() -> None:
@@ -337,16 +381,168 @@ def test_the_checker_resolves_from_imports_and_relative_ones(tmp_path: Path) -> 
 def test_the_cycle_check_finds_a_planted_cycle() -> None:
     """Letting rayserve import the `slime` command back is a cycle through the launcher."""
     planted = {**MAY_IMPORT, "rayserve": (("floor", "slime_command"), ())}
-    assert cycle(planted) in (
-        ["rayserve", "slime_command", "rayserve"],
-        ["slime_command", "rayserve", "slime_command"],
+    assert cycle(allowed_parts(planted)) == ["rayserve", "slime_command", "rayserve"]
+
+
+def test_the_module_cycle_check_finds_a_planted_circle_inside_a_part(tmp_path: Path) -> None:
+    """Two bench commands importing each other, one lazily inside a function, are a circle
+    though the part may import itself; once one no longer imports the other, there is none,
+    though importing `bench.measure` runs `bench/__init__`, which imports a command."""
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "bench/__init__.py": "from . import bench_command\n",
+            "bench/bench_command.py": "from reward_service.bench import judge_bench, measure\n",
+            "bench/judge_bench.py": (
+                "from reward_service.bench.measure import Run\n"
+                "def run():\n"
+                "    from reward_service.bench import bench_command\n"
+            ),
+            "bench/measure.py": "import asyncio\n",
+        },
     )
+    edges = module_imports(_modules(package))
+    assert cycle(edges) == [
+        "reward_service.bench.bench_command",
+        "reward_service.bench.judge_bench",
+        "reward_service.bench.bench_command",
+    ]
+    (package / "bench/judge_bench.py").write_text("from reward_service.bench.measure import Run\n")
+    assert cycle(module_imports(_modules(package))) == []
 
 
-def test_no_two_modules_share_a_name() -> None:
-    """Module file names are unique across the package (dunder files aside)."""
-    names = [p.stem for p in MODULES.values() if not p.stem.startswith("__")]
-    assert sorted(n for n in set(names) if names.count(n) > 1) == []
+CHECKOUT = PACKAGE.parent
+
+ON_SYS_PATH = (CHECKOUT, CHECKOUT / "loadtest")
+"""Directories put on `sys.path` without anyone asking: the checkout (the base pytest inserts
+for the `tests` package, and `python -m`'s working directory) and `loadtest/`, whose scripts
+run by path (`python loadtest/memory.py`; locust inserts its locustfile's directory)."""
+
+
+def library_names() -> frozenset[str]:
+    """The top-level names modules not ours are imported by: the standard library's, every
+    installed distribution's, and the third-party packages `MAY_IMPORT` names (installed
+    here or not: torch, ray)."""
+    installed = {
+        name
+        for name, distributions in packages_distributions().items()
+        if canonicalize_name(ROOT) not in map(canonicalize_name, distributions)
+    }
+    named = {package for _, packages in MAY_IMPORT.values() for package in packages}
+    return frozenset(sys.stdlib_module_names) | installed | named
+
+
+def bound_to_library_names(
+    path: Path, name: str, modules: Iterable[str], libraries: Iterable[str]
+) -> list[str]:
+    """The imports in `path` (module `name`) that bind one of the package's `modules` to a
+    name in `libraries`, one line each: `from reward_service.scorers import math`."""
+    known, names = set(modules), set(libraries)
+    package = _package_of(path, name)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            bound = [(alias.asname, alias.name) for alias in node.names if alias.asname]
+        elif isinstance(node, ast.ImportFrom):
+            source = _source(node, package)
+            bound = [(alias.asname or alias.name, f"{source}.{alias.name}") for alias in node.names]
+        else:
+            continue
+        found += [
+            f"{name}:{node.lineno} binds {module} to {local!r}, a library's name"
+            for local, module in bound
+            if module in known and local in names
+        ]
+    return found
+
+
+def shadowing_entries(directory: Path, libraries: Iterable[str]) -> list[str]:
+    """What in `directory`, were it on `sys.path`, would be imported in place of a library:
+    a module or a regular package (a namespace package loses to the library) of its name."""
+    names = set(libraries)
+    entries = [
+        entry
+        for entry in sorted(directory.iterdir())
+        if entry.suffix == ".py" or (entry / "__init__.py").is_file()
+    ]
+    return [
+        f"{entry} shadows the library {entry.stem!r}"
+        for entry in entries
+        if entry.stem in names and entry.stem != ROOT
+    ]
+
+
+def _checkout_modules() -> dict[str, Path]:
+    """Every Python file of the package, the tests and the load tests, by module name."""
+    found = dict(MODULES)
+    for directory in ("tests", "loadtest"):
+        found.update(_modules(CHECKOUT / directory))
+    return found
+
+
+def test_no_import_binds_a_package_module_to_a_library_name() -> None:
+    """A module may be named like a library (`scorers/math.py` is SLIME's `math` port):
+    imports are absolute, so `import math` still finds the standard library everywhere.
+    Confusion comes where a name is bound: after `from reward_service.scorers import math`,
+    `math.` in that module is ours where a reader (or a later `import math`) means the
+    library's, so such an import says `as slime_math`. Names Python finds first on
+    `sys.path` are the other trap: a `json.py` in the checkout or beside a load-test
+    script would replace the real `json` for the whole process, so none may exist.
+    """
+    libraries = library_names()
+    bound = [
+        line
+        for name, path in _checkout_modules().items()
+        for line in bound_to_library_names(path, name, MODULES, libraries)
+    ]
+    shadowing = [line for d in ON_SYS_PATH for line in shadowing_entries(d, libraries)]
+    assert bound + shadowing == []
+
+
+def test_the_name_check_finds_planted_library_names(tmp_path: Path) -> None:
+    """Binding `scorers/math.py` to `math`, absolutely, relatively or with `as json`, is
+    reported; binding it to another name or importing its contents is not; a `json.py` or a
+    `yaml/` package on `sys.path` shadows, a namespace directory or a script of its own name
+    does not."""
+    package = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "scorers/__init__.py": "",
+            "scorers/math.py": "",
+            "scorers/registry.py": (
+                "import math\n"
+                "from reward_service.scorers import math\n"
+                "from . import math as slime_math\n"
+                "from .math import MathScorer\n"
+                "import reward_service.scorers.math\n"
+                "def load():\n"
+                "    from .. import scorers\n"
+                "    from . import math\n"
+                "    import reward_service.scorers.math as json\n"
+            ),
+        },
+    )
+    modules = _modules(package)
+    registry = "reward_service.scorers.registry"
+    found = bound_to_library_names(
+        package / "scorers/registry.py", registry, modules, {"math", "json"}
+    )
+    assert found == [
+        f"{registry}:2 binds reward_service.scorers.math to 'math', a library's name",
+        f"{registry}:8 binds reward_service.scorers.math to 'math', a library's name",
+        f"{registry}:9 binds reward_service.scorers.math to 'json', a library's name",
+    ]
+    scripts = tmp_path / "loadtest"
+    for relative in ("json.py", "memory.py", "yaml/__init__.py", "docs/page.md"):
+        (scripts / relative).parent.mkdir(parents=True, exist_ok=True)
+        (scripts / relative).write_text("")
+    assert shadowing_entries(scripts, {"json", "yaml", "docs", ROOT}) == [
+        f"{scripts / 'json.py'} shadows the library 'json'",
+        f"{scripts / 'yaml'} shadows the library 'yaml'",
+    ]
+    assert shadowing_entries(tmp_path, {ROOT}) == []
 
 
 GRADERS = ("math_verify", "latex2sympy2_extended", "sympy", "torch", "transformers")

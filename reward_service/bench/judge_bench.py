@@ -24,6 +24,15 @@ import time
 from typing import Any
 
 from reward_service.bench.chat_stand_in import chat_stand_in
+from reward_service.bench.measure import (
+    CpuShare,
+    Run,
+    hit_rates,
+    post_each,
+    post_in_chunks,
+    report_line,
+    service_counters,
+)
 
 GROUP = 8
 
@@ -81,7 +90,6 @@ async def _endpoint_rate(base_url: str, count: int, connections: int) -> tuple[i
 
 def run(args: argparse.Namespace) -> None:
     """The judge workload's three lines (see the module docstring)."""
-    from reward_service.bench import bench_command
     from reward_service.local_server import live_server
 
     latency, capacity = args.judge_latency_s, args.judge_capacity
@@ -102,25 +110,21 @@ def run(args: argparse.Namespace) -> None:
             answers, seconds = asyncio.run(
                 _endpoint_rate(endpoint.base_url, args.answers, capacity)
             )
-            plain = bench_command.Run(answers, seconds, 0)
-            print(bench_command._line("endpoint", plain, None), flush=True)
+            plain = Run(answers, seconds, 0)
+            print(report_line("endpoint", plain, None), flush=True)
             items = _answers(args.seed, args.answers, distinct=True)
-            cpu = bench_command._CpuShare()
+            cpu = CpuShare()
             with cpu.measure(server, len(items)):
-                batch = asyncio.run(
-                    bench_command._batched(server.url, items, 64, 8, "/score/judge/batch")
-                )
-            line = bench_command._line("/score/judge/batch", batch, plain)
+                batch = asyncio.run(post_in_chunks(server.url, items, 64, 8, "/score/judge/batch"))
+            line = report_line("/score/judge/batch", batch, plain)
             print(line.replace("vs plain", "of the endpoint") + cpu.text, flush=True)
-            before, calls = bench_command._scrape(server.url), endpoint.calls
+            before, calls = service_counters(server.url), endpoint.calls
             grpo_items = _answers(args.seed + 1, args.answers, distinct=False)
-            grpo = asyncio.run(
-                bench_command._single(server.url, grpo_items, args.connections, "/score/judge")
-            )
-            print(bench_command._line("GRPO", grpo, None), flush=True)
+            grpo = asyncio.run(post_each(server.url, grpo_items, args.connections, "/score/judge"))
+            print(report_line("GRPO", grpo, None), flush=True)
             print(
                 f"  GRPO ({GROUP} answers per prompt): {endpoint.calls - calls} judge calls "
                 f"for {grpo.answers} answers; "
-                f"{bench_command._hit_rates(before, bench_command._scrape(server.url))}",
+                f"{hit_rates(before, service_counters(server.url))}",
                 flush=True,
             )

@@ -44,6 +44,14 @@ class ServiceMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        # in this order: the exposition lists metrics as they were registered
+        self._add_http_metrics()
+        self._add_grading_metrics()
+        self._add_judge_endpoint_metrics()
+        self._add_judge_answer_metrics()
+        self._add_load_metrics()
+
+    def _add_http_metrics(self) -> None:
         r = self.registry
         self.requests = Counter(
             "reward_http_requests",
@@ -58,6 +66,9 @@ class ServiceMetrics:
             buckets=_SIZE_BUCKETS,
             registry=r,
         )
+
+    def _add_grading_metrics(self) -> None:
+        r = self.registry
         self.grading_seconds = Histogram(
             "reward_grading_seconds",
             "Time from dispatch to reward, by scorer.",
@@ -86,6 +97,9 @@ class ServiceMetrics:
             ["scorer", "path"],
             registry=r,
         )
+
+    def _add_judge_endpoint_metrics(self) -> None:
+        r = self.registry
         self.judge_calls = Counter(
             "reward_judge_calls",
             "HTTP calls to the judge endpoint, retries included.",
@@ -117,6 +131,9 @@ class ServiceMetrics:
             ["scorer", "state"],
             registry=r,
         )
+
+    def _add_judge_answer_metrics(self) -> None:
+        r = self.registry
         self.judge_markers = Counter(
             "reward_judge_answer_markers",
             "Answers shown to the judge with text addressed to the grader removed, by kind.",
@@ -129,6 +146,9 @@ class ServiceMetrics:
             ["scorer"],
             registry=r,
         )
+
+    def _add_load_metrics(self) -> None:
+        r = self.registry
         self.rejected = Counter(
             "reward_rejected_requests",
             "Requests refused before grading, by reason.",

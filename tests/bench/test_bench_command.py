@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reward_service.bench.bench_command import WORKLOADS, Run, rounds_of
+from reward_service.bench.bench_command import WORKLOADS, rounds_of
 from reward_service.cli import build_parser
 
 
@@ -50,13 +50,6 @@ def test_rounds_split_a_side_s_answers_in_order_and_evenly(
     parts = rounds_of(list(range(n)), rounds)
     assert [len(part) for part in parts] == sizes
     assert [i for part in parts for i in part] == list(range(n))
-
-
-def test_a_side_s_rounds_add_up_to_one_measurement() -> None:
-    """Answers, seconds, wrong verdicts and latencies of the rounds are summed."""
-    total = Run(0, 0.0, 0) + Run(3, 1.5, 1, (0.1, 0.2, 0.3)) + Run(2, 0.5, 0, (0.4, 0.5))
-    assert total == Run(5, 2.0, 1, (0.1, 0.2, 0.3, 0.4, 0.5))
-    assert total.rate == 2.5
 
 
 def test_rounds_option_defaults_to_one_and_refuses_zero() -> None:
