@@ -6,7 +6,7 @@
      │    ├── Unauthorized        missing or wrong API token
      │    ├── UnknownScorer       no scorer of that name
      │    ├── RequestTimeout      body not received within body_timeout_s
-     │    ├── ClientGone          the client hung up before its body arrived
+     │    ├── ClientGone          the client hung up before its body or answer
      │    └── PayloadTooLarge     body or batch over its cap
      ├── Overloaded             queue or body-byte budget full, or draining; retry later
  │    └── JudgeUnavailable    the judge endpoint is down and the outage policy says wait
@@ -58,7 +58,8 @@ class RequestTimeout(ClientError):
 
 
 class ClientGone(ClientError):
-    """The client closed its connection mid-body: nobody is left to answer."""
+    """The client closed its connection mid-body or before its answer: nobody is left to
+    answer, and its grading is dropped."""
 
 
 class PayloadTooLarge(ClientError):

@@ -60,6 +60,12 @@ class Settings(BaseSettings):
         0.0, description="Reward for answers that cannot be graded (timeout, error)."
     )
     max_body_bytes: int = Field(8 * MiB, ge=1024, description="Request bodies above this get 413.")
+    max_body_containers: int = Field(
+        200_000,
+        ge=1000,
+        description="JSON arrays and objects above this in one body get 413 (counted off the "
+        "event loop).",
+    )
     max_batch_items: int = Field(1024, ge=1, description="Items above this in a batch get 413.")
     max_answer_chars: int = Field(
         2_000_000, ge=1, description="Longer responses are not graded (status no_answer)."

@@ -13,6 +13,14 @@
   clients against an overloaded, failing or wrong-grading service.
 * `LivenessProbe`: polls `/livez` in a thread while a test loads the service,
   counting answers and failures and keeping the slowest answer time.
+* `RecordingSandbox`: a `Sandbox` that runs nothing: every run ends as the
+  test says, and every call is recorded, for testing a scorer that runs
+  programs (its `sandbox_factory`) without a zygote::
+
+      sandbox = RecordingSandbox(stdout=b"6\n")
+      scorer = CodeScorer(sandbox_factory=lambda settings: sandbox)
+      scorer.score(prompt, response, {"inputs": ["2\n"], "outputs": ["6\n"]}, {})
+      assert sandbox.calls[0].stdins == [b"2\n"]
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -30,14 +38,17 @@ from typing import Any, ClassVar
 import httpx
 
 from reward_service.local_server import LiveServer, _children, free_port, live_server
+from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import JSON, NO_OPTIONS, Score, Scorer, Status
 
 __all__ = [
     "FakeScorer",
     "LiveServer",
     "LivenessProbe",
+    "RecordingSandbox",
     "Reply",
     "Route",
+    "SandboxCall",
     "StandIn",
     "_children",
     "free_port",
@@ -208,3 +219,84 @@ class StandIn:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
+
+
+@dataclass(frozen=True)
+class SandboxCall:
+    """One `Sandbox.execute` call, as a `RecordingSandbox` was asked it."""
+
+    program: Program
+    stdins: Sequence[bytes]
+    limits: Limits
+    budget_s: float
+    stop_at_first_failure: bool
+    build_time_s: float | None
+    build_memory_mb: int | None
+    fetch: Sequence[str]
+    fetch_bytes: int
+
+
+@dataclass
+class RecordingSandbox:
+    """A `Sandbox` that runs nothing: each run ends as `answer` says (by default it exits 0
+    having written `stdout`), and each call is kept in `calls`.
+
+    It keeps `execute`'s promises: runs stop after the first that is not `ok` when asked
+    to, and `runs_left` stands for the budget (the runs past it are not run, so the
+    answer has fewer outcomes than stdins). `build` is a compiled program's build: one
+    that is not `ok` leaves no runs.
+    """
+
+    stdout: bytes = b""
+    answer: Callable[[Program, bytes], Outcome] | None = None
+    """The outcome of `program`'s run on one stdin, for a test that scripts each run."""
+    build: Outcome | None = None
+    runs_left: int = 1_000
+    layers: Sequence[str] = ("recording",)
+    calls: list[SandboxCall] = field(default_factory=list)
+    closed: bool = False
+
+    def execute(
+        self,
+        program: Program,
+        stdins: Sequence[bytes],
+        limits: Limits,
+        budget_s: float,
+        *,
+        stop_at_first_failure: bool = True,
+        build_time_s: float | None = None,
+        build_memory_mb: int | None = None,
+        fetch: Sequence[str] = (),
+        fetch_bytes: int = 0,
+    ) -> Execution:
+        self.calls.append(
+            SandboxCall(
+                program,
+                stdins,
+                limits,
+                budget_s,
+                stop_at_first_failure,
+                build_time_s,
+                build_memory_mb,
+                fetch,
+                fetch_bytes,
+            )
+        )
+        if self.build is not None and self.build.kind is not Kind.OK:
+            return Execution(self.build, [])
+        runs: list[Outcome] = []
+        for stdin in stdins[: max(0, self.runs_left)]:
+            runs.append(self._run(program, stdin))
+            if stop_at_first_failure and runs[-1].kind is not Kind.OK:
+                break
+        self.runs_left -= len(runs)
+        return Execution(self.build, runs)
+
+    def _run(self, program: Program, stdin: bytes) -> Outcome:
+        if self.answer is not None:
+            return self.answer(program, stdin)
+        return Outcome(Kind.OK, self.stdout, "", 0, 0.0)
+
+    def close(self) -> None:
+        """Nothing to stop; `closed` says it was called."""
+        self.closed = True

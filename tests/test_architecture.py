@@ -131,7 +131,7 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         ("pydantic",),
     ),
-    "testing": (("floor", "local_server"), ("httpx",)),
+    "testing": (("floor", "local_server", "sandbox"), ("httpx",)),
 }
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.contracts.slime import sample_from_json
-from reward_service.sandbox import Kind, Limits, Outcome, Program
+from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import GradingLimits
 from reward_service.scorers.code.judge import CodeScorer
 
@@ -194,15 +194,21 @@ class NaiveSandbox:
 
     layers: Sequence[str] = ("subprocess",)
 
-    def run(
+    def execute(
         self,
         program: Program,
         stdins: Sequence[bytes],
         limits: Limits,
         budget_s: float,
+        *,
         stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
-        """Run `program` once per stdin, each a new interpreter; stops as `Sandbox.run` does."""
+        build_time_s: float | None = None,
+        build_memory_mb: int | None = None,
+        fetch: Sequence[str] = (),
+        fetch_bytes: int = 0,
+    ) -> Execution:
+        """Run `program` once per stdin, each a new interpreter; stops as `Sandbox.execute`
+        does (nothing to build, nothing fetched)."""
         started = time.monotonic()
         outcomes: list[Outcome] = []
         with tempfile.TemporaryDirectory() as scratch:
@@ -214,7 +220,7 @@ class NaiveSandbox:
                 outcomes.append(run_once([sys.executable, str(path)], path.parent, stdin, limits))
                 if stop_at_first_failure and outcomes[-1].kind is not Kind.OK:
                     break
-        return outcomes
+        return Execution(None, outcomes)
 
     def close(self) -> None:
         """Nothing outlives a run."""

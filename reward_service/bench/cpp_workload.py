@@ -33,7 +33,7 @@ from reward_service.bench.code_workload import (
     kind_counts,
     run_once,
 )
-from reward_service.sandbox import Kind, Limits, Outcome, Program
+from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import GradingLimits
 from reward_service.scorers.code.judge import CodeScorer
 
@@ -138,20 +138,26 @@ class NaiveCompiler:
         """The last source and its binary (or the compiler's message): the scorer asks for
         an answer's tests in several calls, and the baseline compiles once per answer too."""
 
-    def run(
+    def execute(
         self,
         program: Program,
         stdins: Sequence[bytes],
         limits: Limits,
         budget_s: float,
+        *,
         stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
-        """Compile `program` (once), then run it once per stdin as `Sandbox.run` does."""
+        build_time_s: float | None = None,
+        build_memory_mb: int | None = None,
+        fetch: Sequence[str] = (),
+        fetch_bytes: int = 0,
+    ) -> Execution:
+        """Compile `program` (once), then run it once per stdin as `Sandbox.execute` does
+        (the compiler's limits its own, nothing fetched)."""
         started = time.monotonic()
         binary = self._build(program.source)
+        built = time.monotonic() - started
         if isinstance(binary, str):
-            elapsed = time.monotonic() - started
-            return [Outcome(Kind.COMPILE_ERROR, b"", binary, 1, elapsed)]
+            return Execution(Outcome(Kind.RUNTIME_ERROR, b"", binary, 1, built), [])
         outcomes: list[Outcome] = []
         for stdin in stdins:
             if time.monotonic() - started + limits.time_s > budget_s:
@@ -159,7 +165,7 @@ class NaiveCompiler:
             outcomes.append(run_once([str(binary)], binary.parent, stdin, limits))
             if stop_at_first_failure and outcomes[-1].kind is not Kind.OK:
                 break
-        return outcomes
+        return Execution(Outcome(Kind.OK, b"", "", 0, built), outcomes)
 
     def _build(self, source: str) -> Path | str:
         if self._built is not None and self._built[0] == source:

@@ -1,6 +1,7 @@
 """Running model-written programs: hostile by assumption, confined in layers.
 
-The interface the `code` scorer uses; the sandbox's processes live behind it.
+The port the scorers that run programs use (`Sandbox`: `layers`, `execute`,
+`close`), and the data it speaks; the sandbox's processes live behind it.
 A program never runs inside a grading worker or the server and shares no
 pipe, pickle stream or shared memory with them: its output comes back as
 bytes and is parsed as data.
@@ -59,7 +60,8 @@ class Kind(str, enum.Enum):
     OUTPUT_LIMIT = "output_limit"
     """Wrote more than its output cap."""
     COMPILE_ERROR = "compile_error"
-    """Did not build (`Sandbox.run` answers this one outcome; `Execution.build` says how)."""
+    """Did not build (`Execution.outcomes` answers this one outcome; `Execution.build` says
+    how)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class Outcome:
     """Its exit status, or None when a signal ended it."""
     elapsed_s: float
     files: dict[str, bytes] = field(default_factory=dict)
-    """The files asked for (`ZygoteSandbox.execute`'s `fetch`) found in its directory when
+    """The files asked for (`Sandbox.execute`'s `fetch`) found in its directory when
     it ended: regular files, never through a link, within the bytes allowed."""
 
 
@@ -116,7 +118,8 @@ class Execution:
     runs: list[Outcome]
 
     def outcomes(self) -> list[Outcome]:
-        """`Sandbox.run`'s answer: the runs, or one `compile_error` that carries the build's."""
+        """The runs, or one `compile_error` that carries the build's: for a caller that reads
+        a program that did not build as one failed run."""
         if self.build is None or self.build.kind is Kind.OK:
             return self.runs
         build = self.build
@@ -124,28 +127,39 @@ class Execution:
 
 
 class Sandbox(Protocol):
-    """Runs one program once per standard input, each run confined and separate."""
+    """The one port programs run through: one program, once per standard input, each run
+    confined and separate. The service's is `zygote_client.ZygoteSandbox`; tests use
+    `reward_service.testing.RecordingSandbox`."""
 
     @property
     def layers(self) -> Sequence[str]:
         """The confinement layers active for every run, e.g. `("process", "rlimits",
         "seccomp", "landlock", "namespaces")`."""
 
-    def run(
+    def execute(
         self,
         program: Program,
         stdins: Sequence[bytes],
         limits: Limits,
         budget_s: float,
+        *,
         stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
-        """Run `program` once per item of `stdins`, in order, each in a fresh process.
+        build_time_s: float | None = None,
+        build_memory_mb: int | None = None,
+        fetch: Sequence[str] = (),
+        fetch_bytes: int = 0,
+    ) -> Execution:
+        """Build `program` once (a compiled language), then run it once per item of
+        `stdins`, in order, each in a fresh process: the build's outcome and the runs'.
 
-        A compiled language's program is built first, once (one `Kind.COMPILE_ERROR`
-        outcome when it does not build). Stops after the first run that is not `Kind.OK` when
-        `stop_at_first_failure`, and before a run that could overrun
-        `budget_s` (the whole call's seconds): the outcomes may be fewer than
-        `stdins`. Never raises for anything the program does.
+        The build has its own limits (the sandbox's own unless `build_time_s` and
+        `build_memory_mb` say), inside `budget_s` (the whole call's seconds). The runs
+        stop after the first that is not `Kind.OK` when `stop_at_first_failure`, and
+        before one that could overrun `budget_s`: they may be fewer than `stdins`. Each
+        run's `Outcome.files` holds the files of `fetch` (relative paths) it left,
+        `fetch_bytes` of them in all. Raises `SandboxUnavailable` when the language
+        cannot run here (no toolchain, or its build could not run), ValueError for a
+        language or dialect there is no runner for; never for anything the program does.
         """
 
     def close(self) -> None:

@@ -18,7 +18,8 @@ import site
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TypeGuard
@@ -59,6 +60,65 @@ _STDERR_BYTES = 4096
 _STDERR_CHARS = 2048
 
 
+@dataclass(frozen=True)
+class _Fetch:
+    """The files a run's reply may carry: their paths (in the order asked), and the bytes
+    they may hold in all."""
+
+    paths: tuple[str, ...] = ()
+    max_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What one request asks the zygote: a program, the stdins left to run, their limits."""
+
+    program: Program
+    stdins: Sequence[bytes]
+    limits: Limits
+    budget_s: float
+    _: KW_ONLY
+    stop_at_first_failure: bool
+    build_time_s: float
+    build_memory_mb: int
+    fetch: _Fetch
+
+    def frame(self) -> tuple[protocol.Message, list[bytes]]:
+        """The request as the zygote reads it: a JSON object, then the bytes it describes
+        (the source, each file's path and content, the paths to fetch, the stdins)."""
+        files = [(os.fsencode(path), data) for path, data in self.program.files]
+        paths = [os.fsencode(path) for path in self.fetch.paths]
+        source = self.program.source.encode("utf-8", "surrogatepass")
+        message = {
+            "language": self.program.language,
+            "source_bytes": len(source),
+            "files": [[len(path), len(data)] for path, data in files],
+            "fetch": [len(path) for path in paths],
+            "fetch_bytes": self.fetch.max_bytes,
+            "stdin_bytes": [len(stdin) for stdin in self.stdins],
+            "time_s": self.limits.time_s,
+            "memory_mb": self.limits.memory_mb,
+            "output_bytes": self.limits.output_bytes,
+            "budget_s": self.budget_s,
+            "stop_at_first_failure": self.stop_at_first_failure,
+            "dialect": self.program.dialect,
+            "build_time_s": self.build_time_s,
+            "build_memory_mb": self.build_memory_mb,
+        }
+        return message, [source, *(part for file in files for part in file), *paths, *self.stdins]
+
+
+@dataclass(frozen=True)
+class _Built:
+    """A build's frame: how the build ended."""
+
+    outcome: Outcome
+    _: KW_ONLY
+    unrunnable: bool
+    """True: it could not run here (a layer failed, or the toolchain cannot work here), so
+    it says nothing of the program."""
+
+
 class ZygoteSandbox:
     """Runs programs through a pre-warmed zygote; raises `SandboxUnavailable` at start-up
     if it cannot start or an item of `required_layers` is not met: each item is a layer,
@@ -72,6 +132,7 @@ class ZygoteSandbox:
     def __init__(
         self,
         scratch_mb: int = 64,
+        *,
         required_layers: Iterable[str] = (),
         toolchain_path: str = "",
         languages: Iterable[str] | None = None,
@@ -89,8 +150,6 @@ class ZygoteSandbox:
         for language in set(TOOLCHAINS) - set(self.toolchains):
             self.toolchains[language] = "not enabled in this sandbox"
         self._pch = pch_of(pch_dir, self.toolchains.get("cpp"))
-        self._build_broken: str | None = None
-        """Why the last build could not run (a layer, or the toolchain here), if so."""
         self._build_time_s, self._build_memory_mb = build_time_s, build_memory_mb
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
@@ -112,36 +171,24 @@ class ZygoteSandbox:
     def layers(self) -> tuple[str, ...]:
         return self._layers
 
-    def run(
-        self,
-        program: Program,
-        stdins: Sequence[bytes],
-        limits: Limits,
-        budget_s: float,
-        stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
-        return self.execute(program, stdins, limits, budget_s, stop_at_first_failure).outcomes()
-
     def execute(
         self,
         program: Program,
         stdins: Sequence[bytes],
         limits: Limits,
         budget_s: float,
+        *,
         stop_at_first_failure: bool = True,
         build_time_s: float | None = None,
         build_memory_mb: int | None = None,
         fetch: Sequence[str] = (),
         fetch_bytes: int = 0,
     ) -> Execution:
-        """Build `program` once (a compiled language), then run it once per stdin as `run`
-        does: the build's outcome and the runs'. The build has its own limits (the
-        sandbox's unless given), inside `budget_s`. Each run's `Outcome.files` holds the
-        files of `fetch` (relative paths) it left, `fetch_bytes` of them in all. Raises
-        `SandboxUnavailable` when the language's toolchain is not usable here
-        (`toolchains` says why) or its build could not run (a layer failed, or the
-        toolchain's own first words say it cannot work here), ValueError for a language or
-        dialect there is no runner for; never for what the program does."""
+        """As `Sandbox.execute` says; the build's limits are `build_time_s` and
+        `build_memory_mb` unless given. `SandboxUnavailable` names why a language cannot
+        run here (`toolchains` says it for each: not found, or a layer missing), or why
+        its build could not run (a layer failed, or the toolchain's own first words say
+        it cannot work here)."""
         if program.language not in LANGUAGES:
             raise ValueError(f"no runner for language {program.language!r}")
         toolchain = self.toolchains.get(program.language)
@@ -149,35 +196,39 @@ class ZygoteSandbox:
             raise SandboxUnavailable(f"{program.language}: {toolchain}")
         if toolchain is not None:
             TOOLCHAINS[program.language].dialect(program.dialect)
-        build = (
-            build_time_s or self._build_time_s,
-            build_memory_mb or self._build_memory_mb,
+        request = _Request(
+            program,
+            stdins,
+            limits,
+            budget_s,
+            stop_at_first_failure=stop_at_first_failure,
+            build_time_s=build_time_s or self._build_time_s,
+            build_memory_mb=build_memory_mb or self._build_memory_mb,
+            fetch=_Fetch(tuple(fetch), fetch_bytes),
         )
         started = time.monotonic()
         outcomes: list[Outcome] = []
-        built: list[Outcome] = []
+        build: Outcome | None = None
+        broken: str | None = None  # why the build could not run here (a layer, the toolchain)
         for _ in range(2):  # a zygote lost on the way is replaced once; the runs left go on
             left = stdins[len(outcomes) :]
             if (
-                (not left and (built or toolchain is None))
+                (not left and (build is not None or toolchain is None))
                 or (stop_at_first_failure and outcomes and outcomes[-1].kind is not Kind.OK)
-                or (built and built[0].kind is not Kind.OK)
+                or (build is not None and build.kind is not Kind.OK)
             ):
-                return Execution(built[0] if built else None, outcomes)
+                return Execution(build, outcomes)
             attempt = time.monotonic()
+            rest = replace(request, stdins=left, budget_s=budget_s - (attempt - started))
             try:
-                budget_left = budget_s - (attempt - started)
-                self._stream(
-                    program,
-                    left,
-                    limits,
-                    budget_left,
-                    stop_at_first_failure,
-                    outcomes,
-                    built,
-                    build,
-                    (tuple(fetch), fetch_bytes),
-                )
+                for answer in self._stream(rest):
+                    if isinstance(answer, Outcome):
+                        outcomes.append(answer)
+                        continue
+                    if answer.unrunnable:
+                        broken = answer.outcome.stderr
+                    if build is None:  # a replaced zygote builds again: the first is the one
+                        build = answer.outcome
             except (OSError, protocol.ProtocolError) as e:
                 lost = e
                 self._kill()
@@ -188,15 +239,14 @@ class ZygoteSandbox:
                 # be read as the next one's, so the next answer gets a fresh zygote.
                 self._kill()
                 raise
-            broken, self._build_broken = self._build_broken, None
-            if broken is not None:  # its build could not run here (`_stream`)
+            if broken is not None:
                 raise SandboxUnavailable(f"{program.language}: {broken}")
-            return Execution(built[0] if built else None, outcomes)
+            return Execution(build, outcomes)
         elapsed = time.monotonic() - attempt
         lost_run = Outcome(Kind.RUNTIME_ERROR, b"", f"sandbox: run lost ({lost})", None, elapsed)
-        if toolchain is not None and not built:
+        if toolchain is not None and build is None:
             return Execution(lost_run, [])
-        return Execution(built[0] if built else None, [*outcomes, lost_run])
+        return Execution(build, [*outcomes, lost_run])
 
     def close(self) -> None:
         process, self._process = self._process, None
@@ -261,55 +311,21 @@ class ZygoteSandbox:
             log.warning("scratch roots of dead zygotes left for the next sweep: %s", left[:10])
         return tuple(layers)
 
-    def _stream(
-        self,
-        program: Program,
-        stdins: Sequence[bytes],
-        limits: Limits,
-        budget_s: float,
-        stop_at_first_failure: bool,
-        outcomes: list[Outcome],
-        built: list[Outcome],
-        build: tuple[float, int],
-        fetch: tuple[tuple[str, ...], int],
-    ) -> None:
-        """One request for all of `stdins`; each outcome is appended as the zygote answers
-        it, a build's (the first frame, for a compiled language) to `built`."""
+    def _stream(self, request: _Request) -> Iterator[Outcome | _Built]:
+        """Send `request` to the zygote; yield its build (the first frame, for a compiled
+        language), then each run's outcome, as the zygote answers them."""
         if self._process is None or self._process.poll() is not None:
             self._restart()
         assert self._process is not None and self._process.stdin is not None
-        files = [(os.fsencode(path), data) for path, data in program.files]
-        paths = [os.fsencode(path) for path in fetch[0]]
-        encoded = [
-            program.source.encode("utf-8", "surrogatepass"),
-            *(part for file in files for part in file),
-            *paths,
-            *stdins,
-        ]
-        request = {
-            "language": program.language,
-            "source_bytes": len(encoded[0]),
-            "files": [[len(path), len(data)] for path, data in files],
-            "fetch": [len(path) for path in paths],
-            "fetch_bytes": fetch[1],
-            "stdin_bytes": [len(stdin) for stdin in stdins],
-            "time_s": limits.time_s,
-            "memory_mb": limits.memory_mb,
-            "output_bytes": limits.output_bytes,
-            "budget_s": budget_s,
-            "stop_at_first_failure": stop_at_first_failure,
-            "dialect": program.dialect,
-            "build_time_s": build[0],
-            "build_memory_mb": build[1],
-        }
-        protocol.write_frame(self._process.stdin.fileno(), request, *encoded)
-        expected = len(outcomes) + len(stdins)
-        compiled = program.language in TOOLCHAINS
-        building = compiled
+        message, parts = request.frame()
+        protocol.write_frame(self._process.stdin.fileno(), message, *parts)
+        limits, fetch = request.limits, request.fetch
+        building = request.program.language in TOOLCHAINS
+        runs = 0
         while True:
-            wait_s = build[0] if building else limits.time_s
+            wait_s = request.build_time_s if building else limits.time_s
             deadline = time.monotonic() + wait_s + _REPLY_GRACE_S
-            frame = self._receive(deadline, limits.output_bytes + _STDERR_BYTES + fetch[1])
+            frame = self._receive(deadline, limits.output_bytes + _STDERR_BYTES + fetch.max_bytes)
             if frame is None:
                 raise protocol.ProtocolError("the zygote ended")
             reply, payload = frame
@@ -319,17 +335,15 @@ class ZygoteSandbox:
                 if not building or not isinstance(reply["build"], dict):
                     raise protocol.ProtocolError("a build frame out of place")
                 building = False
-                outcome = _build_outcome(reply["build"], payload)
-                if reply["build"].get("confinement"):  # the build could not run: no verdict
-                    self._build_broken = outcome.stderr
-                if not built:  # a replaced zygote builds again: the first build is the one
-                    built.append(outcome)
+                unrunnable = bool(reply["build"].get("confinement"))
+                yield _Built(_build_outcome(reply["build"], payload), unrunnable=unrunnable)
                 continue
             if building:
                 raise protocol.ProtocolError("a run before its program's build")
-            if len(outcomes) == expected:
+            if runs == len(request.stdins):
                 raise protocol.ProtocolError("more outcomes than inputs")
-            outcomes.append(_outcome(reply, payload, limits, fetch))
+            runs += 1
+            yield _outcome(reply, payload, limits, fetch)
 
     def _restart(self) -> None:
         self._kill()
@@ -400,11 +414,11 @@ def _outcome(
     reply: protocol.Message,
     payload: bytes,
     limits: Limits,
-    fetch: tuple[tuple[str, ...], int] = ((), 0),
+    fetch: _Fetch = _Fetch(),
 ) -> Outcome:
     """A reply checked field by field (anything off is a protocol error); its payload is
     the run's stdout, then its stderr's tail, then the files fetched (`files`: [index in
-    `fetch`'s paths, bytes] each, within `fetch`'s bytes)."""
+    `fetch.paths`, bytes] each, within `fetch.max_bytes`)."""
     kind, exit_code, elapsed = reply.get("kind"), reply.get("exit_code"), reply.get("elapsed_s")
     stdout_bytes, stderr_bytes = reply.get("stdout_bytes"), reply.get("stderr_bytes")
     confinement = reply.get("confinement")
@@ -437,10 +451,10 @@ def _outcome(
     )
 
 
-def _fetched(files: object, fetch: tuple[tuple[str, ...], int]) -> list[tuple[str, int]]:
+def _fetched(files: object, fetch: _Fetch) -> list[tuple[str, int]]:
     """(path, bytes) of each file a reply says it fetched, checked: each one asked for,
     once, in order, their bytes within the cap."""
-    paths, cap = fetch
+    paths, cap = fetch.paths, fetch.max_bytes
     if not isinstance(files, list):
         raise protocol.ProtocolError("malformed reply: files")
     found: list[tuple[str, int]] = []

@@ -11,13 +11,13 @@ answer is made from them (`contracts/sandbox_fusion.py`). docs/run_code.md.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping
+from typing import ClassVar
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import Kind, Outcome, Program
-from reward_service.scorers.base import JSON, GradingLimits, Score, Scorer, ScorerSettings, Status
-from reward_service.scorers.code.code_settings import CodeSettings, sandbox_for
+from reward_service.sandbox import Kind, Outcome, Program, Sandbox
+from reward_service.scorers.base import JSON, GradingLimits, Score, ScorerSettings, Status
+from reward_service.scorers.code.sandboxed import SandboxedScorer, SandboxFactory
 from reward_service.scorers.run_request import (
     FILE_CAPS,
     FileCaps,
@@ -26,11 +26,8 @@ from reward_service.scorers.run_request import (
     read_request,
 )
 
-if TYPE_CHECKING:
-    from reward_service.sandbox.zygote_client import ZygoteSandbox
 
-
-class RunCodeScorer(Scorer):
+class RunCodeScorer(SandboxedScorer):
     """1.0 when the program ran and exited 0, else 0.0; the run in the details.
 
     It runs in the `code` scorer's sandbox, as that is configured: its settings
@@ -42,31 +39,21 @@ class RunCodeScorer(Scorer):
 
     name = "run_code"
     deadline_s: ClassVar[float | None] = 30.0
-    settings_model = CodeSettings
     settings_name = "code"
 
     def __init__(
         self,
         limits: GradingLimits | None = None,
         settings: ScorerSettings | None = None,
-        sandbox_factory: Callable[[CodeSettings], ZygoteSandbox] | None = None,
+        sandbox_factory: SandboxFactory | None = None,
+        *,
         caps: FileCaps = FILE_CAPS,
     ) -> None:
-        super().__init__(limits, settings)
-        assert isinstance(self.settings, CodeSettings)
-        self.code: CodeSettings = self.settings
+        super().__init__(limits, settings, sandbox_factory)
         self.caps = caps
         deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
-        self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
+        self.budget_s = self.budget_within(deadline)
         """Seconds the run may take, compiling included, inside the hard deadline."""
-        self._factory = sandbox_factory or sandbox_for
-        self._sandbox: ZygoteSandbox | None = None
-
-    def close(self) -> None:
-        """Stop the sandbox, if a request started it."""
-        sandbox, self._sandbox = self._sandbox, None
-        if sandbox is not None:
-            sandbox.close()
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):
@@ -76,16 +63,15 @@ class RunCodeScorer(Scorer):
         except RequestError as exc:
             return Score.error(str(exc))
         try:
-            if self._sandbox is None:
-                self._sandbox = self._factory(self.code)
+            sandbox = self.sandbox
         except (SandboxUnavailable, OSError) as exc:
             return Score.error(f"sandbox unavailable: {exc}")
         try:
-            return self._graded(self._sandbox, response, request)
+            return self._graded(sandbox, response, request)
         except SandboxUnavailable as exc:  # the language's toolchain is not here
             return Score.error(str(exc))
 
-    def _graded(self, sandbox: ZygoteSandbox, source: str, request: RunRequest) -> Score:
+    def _graded(self, sandbox: Sandbox, source: str, request: RunRequest) -> Score:
         """Build (a compiled language) and run once: `compile_error`, `ok` or `wrong`."""
         program = Program(request.language, source, files=request.files)
         execution = sandbox.execute(
@@ -120,7 +106,7 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def run_report(outcome: Outcome, build: bool = False) -> dict[str, JSON]:
+def run_report(outcome: Outcome, *, build: bool = False) -> dict[str, JSON]:
     """One step as the details hold it: JSON, stdout decoded with replacement. A build the
     compiler failed is `compile_error`; one past a limit keeps that limit's kind."""
     kind = outcome.kind

@@ -23,6 +23,7 @@ from reward_service.errors import RewardServiceError
 from reward_service.grading.engine import ScoringEngine
 from reward_service.server import endpoints, openapi
 from reward_service.server.admission import Admission
+from reward_service.server.bodies import BodyParser
 from reward_service.server.metrics import ServiceMetrics
 from reward_service.server.middleware import ServiceMiddleware
 from reward_service.settings import Settings
@@ -73,6 +74,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
     finally:
         await engine.close()
+        app.state.body_parser.close()
 
 
 def _counted_engine(settings: Settings, metrics: ServiceMetrics) -> ScoringEngine:
@@ -107,6 +109,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.admission = Admission(settings.max_queue, settings.max_pending_bytes)
+    app.state.body_parser = BodyParser(settings.max_body_containers)
     app.state.token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     app.add_middleware(ServiceMiddleware, settings=settings, metrics=metrics)
 

@@ -3,8 +3,9 @@
 Each is a module-level function of the request, as Starlette's are, and
 reads what it needs from `request.app.state`, which `create_app` fills:
 `engine` (`ScoringEngine`), `settings`, `metrics` (`ServiceMetrics`),
-`admission` (`Admission`) and `token` (the API token's bytes, or None). So
-each can be read, and run in a test, with no other endpoint beside it.
+`admission` (`Admission`), `body_parser` (`bodies.BodyParser`) and `token`
+(the API token's bytes, or None). So each can be read, and run in a test,
+with no other endpoint beside it.
 
 Every endpoint that reads a body starts with `admitted`: the token checked,
 a slot admitted, the URL's scorer options checked, the body read. An
@@ -13,11 +14,12 @@ error's status comes from `reward_service.server.error_status`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import json
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -28,6 +30,7 @@ from reward_service.contracts.sandbox_fusion import read_run_code, run_code_answ
 from reward_service.contracts.slime import sample_from_json
 from reward_service.errors import (
     BadRequest,
+    ClientGone,
     Overloaded,
     PayloadTooLarge,
     RequestTimeout,
@@ -42,6 +45,7 @@ from reward_service.server.error_status import status_of
 from reward_service.server.metrics import CONTENT_TYPE_LATEST, ServiceMetrics
 from reward_service.settings import Settings
 
+T = TypeVar("T")
 _TRUE = {"1", "true", "yes", "on"}
 _DETAIL = "detail"
 """The query parameter that asks for the detail object; every other one is a scorer option."""
@@ -104,8 +108,34 @@ async def admitted(
     admission: Admission = request.app.state.admission
     with admission.admit() as claim:
         options = _route_options(request, scorer) if takes_options else NO_OPTIONS
-        body = await read_object(request, claim, request.app.state.settings)
+        state = request.app.state
+        body = await read_object(request, claim, state.settings, state.body_parser)
         yield Admitted(body, options)
+
+
+async def unless_gone(request: Request, grading: Awaitable[T]) -> T:
+    """`grading`'s result, unless the client hangs up first: then the grading is cancelled
+    (its queued answers dropped, its running ones stopped: `grading.pool`) and `ClientGone`
+    raised, so no one's abandoned work keeps a worker busy. verl's sandbox client gives up on
+    a run after 30 s and moves on; without this the service ran on what no one would read."""
+    work = asyncio.ensure_future(grading)
+    hangup = asyncio.ensure_future(_hung_up(request))
+    try:
+        await asyncio.wait({work, hangup}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hangup.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+    if work.cancelled():
+        raise ClientGone("the client hung up before its answer: its grading was dropped")
+    return work.result()
+
+
+async def _hung_up(request: Request) -> None:
+    """Returns once the client has closed its connection (its body was read before)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _route_options(request: Request, scorer: str | None) -> Mapping[str, JSON]:
@@ -155,7 +185,8 @@ async def score_one(request: Request) -> Response:
     engine: ScoringEngine = request.app.state.engine
     scorer = request.path_params.get("scorer")
     async with admitted(request, scorer) as intake:
-        graded = await engine.grade(sample_from_json(intake.body), scorer, intake.options)
+        grading = engine.grade(sample_from_json(intake.body), scorer, intake.options)
+        graded = await unless_gone(request, grading)
     return _json(graded.detail() if _wants_detail(request) else graded.reward)
 
 
@@ -172,7 +203,7 @@ async def score_many(request: Request) -> Response:
             raise BadRequest('batch body must be {"items": [{"prompt", "response", "label"}, ...]}')
         _within_batch_cap(request, len(items), "batch of {} items")
         samples = [sample_from_json(item) if isinstance(item, dict) else None for item in items]
-        graded = await engine.grade_many(samples, scorer, intake.options)
+        graded = await unless_gone(request, engine.grade_many(samples, scorer, intake.options))
     answer: dict[str, Any] = {"rewards": [g.reward for g in graded]}
     if _wants_detail(request):
         answer["details"] = [g.detail() for g in graded]
@@ -185,7 +216,9 @@ async def get_reward(request: Request) -> Response:
     async with admitted(request) as intake:
         queries = read_openrlhf(intake.body)
         _within_batch_cap(request, len(queries.samples), "{} queries")
-        graded = await engine.grade_many(queries.samples, None, intake.options)
+        graded = await unless_gone(
+            request, engine.grade_many(queries.samples, None, intake.options)
+        )
     return _json(openrlhf_answer([g.score for g in graded], queries.unlocated))
 
 
@@ -197,7 +230,7 @@ async def get_reward(request: Request) -> Response:
 async def run_code(request: Request) -> Response:
     engine: ScoringEngine = request.app.state.engine
     async with admitted(request, takes_options=False) as intake:
-        graded = await engine.grade(read_run_code(intake.body))
+        graded = await unless_gone(request, engine.grade(read_run_code(intake.body)))
     return _json(run_code_answer(graded.score))
 
 

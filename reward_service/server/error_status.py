@@ -27,7 +27,7 @@ STATUS: dict[type[RewardServiceError], int] = {
     UnknownScorer: 404,  # no scorer of that name
     RequestTimeout: 408,  # body not received within body_timeout_s
     PayloadTooLarge: 413,  # body or batch over its cap
-    ClientGone: 499,  # the client hung up before its body arrived (nginx's code)
+    ClientGone: 499,  # the client hung up before its body or answer (nginx's code)
     Overloaded: 503,  # queue or body-byte budget full, or draining: retry after Retry-After
     JudgeUnavailable: 503,  # the judge is down and the deployment waits for it: Retry-After
     ClientError: 400,  # a client error without a row of its own (the test forbids one)

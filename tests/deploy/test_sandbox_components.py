@@ -148,7 +148,7 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
     """Root with only the component's capabilities, without namespaces or landlock: the
     sandbox starts, meets the component's requirement with the `uid` layer, and runs a
     program that lists its scratch directory (its own uid's) and reads its input."""
-    from tests.sandbox import platforms
+    from tests.sandbox.harness import platforms
 
     if os.geteuid() != 0:
         pytest.skip("needs root: the component's container runs as root")
@@ -169,12 +169,12 @@ def test_separate_uid_capabilities_give_runs_a_uid_of_their_own(tmp_path: Path) 
         f"with ZygoteSandbox(required_layers={required!r}) as box:\n"
         "    limits = Limits(5, 256, 1024)\n"
         "    source = 'import os; print(sorted(os.listdir()), input()[::-1])'\n"
-        "    [run] = box.run(Program('python', source), [b'abc'], limits, 20)\n"
+        "    [run] = box.execute(Program('python', source), [b'abc'], limits, 20).outcomes()\n"
         "    print(' '.join(box.layers), run.kind.value, run.stdout.decode().strip())\n"
     )
     bounding = ",".join(["-all", *(f"+{c.lower()}" for c in capabilities)])
     command = ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--ambient-caps=-all"]
-    command += ["--no-new-privs", "--", sys.executable, "-m", "tests.sandbox.platforms"]
+    command += ["--no-new-privs", "--", sys.executable, "-m", "tests.sandbox.harness.platforms"]
     command += ["nonroot-old-kernel", "--", python, "-I", "-c", code]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

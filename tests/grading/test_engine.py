@@ -253,7 +253,7 @@ def test_a_sandbox_that_cannot_start_with_the_worker_leaves_it_serving(
     def broken(settings: object) -> Sandbox:
         raise SandboxUnavailable("zygote did not start")
 
-    monkeypatch.setattr("reward_service.scorers.code.judge.default_sandbox", broken)
+    monkeypatch.setattr("reward_service.scorers.code.sandboxed.default_sandbox", broken)
     registry = ScorerRegistry.discover(GradingLimits())
     for scorer in registry.build(Scorer):
         assert isinstance(scorer, Scorer)

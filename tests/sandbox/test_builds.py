@@ -63,7 +63,10 @@ def test_the_compiler_reads_no_more_than_a_run(sandbox: ZygoteSandbox, path: str
     done = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30)
     assert done.build is not None and done.build.kind is Kind.RUNTIME_ERROR, done.build
     assert path in done.build.stderr and not done.runs
-    assert sandbox.run(Program("cpp", source), [b""], LIMITS, 30)[0].kind is Kind.COMPILE_ERROR
+    assert (
+        sandbox.execute(Program("cpp", source), [b""], LIMITS, 30).outcomes()[0].kind
+        is Kind.COMPILE_ERROR
+    )
 
 
 def test_a_compiler_that_runs_long_meets_the_build_time_limit(sandbox: ZygoteSandbox) -> None:
@@ -111,7 +114,7 @@ int main() {
 def test_a_built_program_execs_nothing_but_itself(sandbox: ZygoteSandbox) -> None:
     """The run's one exec was its own: a shell by path, by the exec descriptor's number with
     an absolute path, or by a descriptor of its own, is refused; so is fork."""
-    (run,) = sandbox.run(Program("cpp", EXECS), [b""], LIMITS, 30)
+    (run,) = sandbox.execute(Program("cpp", EXECS), [b""], LIMITS, 30).outcomes()
     lines = run.stdout.decode().splitlines()
     assert run.kind is Kind.OK and "EXECUTED" not in run.stdout.decode(), run
     refused = {"Operation not permitted", "Permission denied", "Function not implemented"}
@@ -154,7 +157,7 @@ def test_after_its_one_exec_a_program_cannot_exec_even_itself(sandbox: ZygoteSan
     landlock lets it execute) answers ENOSYS, and so does the shell by fd 64 and a path."""
     if "exec_once" not in sandbox.layers:
         pytest.skip(f"exec_once is off here (layers: {', '.join(sandbox.layers)})")
-    (run,) = sandbox.run(Program("cpp", EXEC_AGAIN), [b""], LIMITS, 30)
+    (run,) = sandbox.execute(Program("cpp", EXEC_AGAIN), [b""], LIMITS, 30).outcomes()
     assert run.kind is Kind.OK, run
     assert run.stdout.decode().splitlines() == [
         "self Function not implemented",
@@ -208,5 +211,7 @@ def test_compiled_languages_are_closed_where_no_layer_holds_their_exec(
         assert "landlock or exec_once" in str(weak.toolchains["cpp"])
         with pytest.raises(SandboxUnavailable, match="exec_once"):
             weak.execute(Program("cpp", ECHO), [b"21\n"], LIMITS, 30)
-        [run] = weak.run(Program("python", "print(2 * int(input()))"), [b"21\n"], LIMITS, 30)
+        [run] = weak.execute(
+            Program("python", "print(2 * int(input()))"), [b"21\n"], LIMITS, 30
+        ).outcomes()
         assert run.stdout == b"42\n"

@@ -1,14 +1,14 @@
 """The hostile programs against the service's sandbox, inside an outer PID namespace.
 
-For each platform profile (`tests.sandbox.platforms`: all layers, then the
+For each platform profile (`tests.sandbox.harness.platforms`: all layers, then the
 layers a pod or an older kernel takes away), one confined run of
-`tests.sandbox.runner` (under `tests.sandbox.confine`, in `unshare --pid
+`tests.sandbox.harness.runner` (under `tests.sandbox.harness.confine`, in `unshare --pid
 --fork --mount-proc`) attacks the sandbox with every program of
 `hostile_programs.PROGRAMS` and, built by the sandbox's g++, the C++ ones of
 `hostile_native.NATIVE`; the tests below read its report. Nothing hostile
 runs unless the confinement probe passed first. A program that took its
 runner down (a hole) is retried in a fresh confined run with the programs left.
-`python -m tests.sandbox.summary DIR` tables a run's reports by program and profile.
+`python -m tests.sandbox.harness.summary DIR` tables a run's reports by program and profile.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox import confine, platforms
-from tests.sandbox.hostile_native import NATIVE
-from tests.sandbox.hostile_programs import BY_NAME, PROGRAMS, Hostile, Target, served_source
-from tests.sandbox.platforms import PROFILES
-from tests.sandbox.runner import Listeners, files_outside
+from tests.sandbox.harness import confine, platforms
+from tests.sandbox.harness.hostile_native import NATIVE
+from tests.sandbox.harness.hostile_programs import BY_NAME, PROGRAMS, Hostile, Target, served_source
+from tests.sandbox.harness.platforms import PROFILES
+from tests.sandbox.harness.runner import Listeners, files_outside
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
@@ -54,7 +54,7 @@ class Attack:
 
 def _confined_run(tmp: Path, profile: str, attempt: int, only: list[str] | None) -> Attack:
     report, results = tmp / f"confine-{attempt}.jsonl", tmp / f"results-{attempt}.jsonl"
-    inner = [sys.executable, "-m", "tests.sandbox.runner", "--results", str(results)]
+    inner = [sys.executable, "-m", "tests.sandbox.harness.runner", "--results", str(results)]
     inner = platforms.command(profile, [*inner, "--profile", profile])
     if only is not None:
         inner += ["--only", *only]

@@ -2,7 +2,7 @@
 
 For each platform profile, and as a real unprivileged uid (the simulated non-root pods
 map their uid to this machine's root, whom the kernel exempts from RLIMIT_NPROC),
-`tests.sandbox.neighbours` runs two zygotes side by side inside `unshare --pid --fork
+`tests.sandbox.harness.neighbours` runs two zygotes side by side inside `unshare --pid --fork
 --mount-proc`: a program holding its whole thread budget, then a thread bomb, in one,
 while an honest threaded program runs in the other. Also the service's processes are
 not dumpable: a process of their uid (a run where nothing confines reads) opens none of
@@ -26,9 +26,9 @@ import pytest
 
 from reward_service.grading.pool import WorkerPool
 from reward_service.sandbox.confine import THREAD_MARGIN, THREADS
-from tests.sandbox import confine, platforms
-from tests.sandbox.neighbours import HONEST_OUT, STREAMS
-from tests.sandbox.platforms import PROFILES
+from tests.sandbox.harness import confine, platforms
+from tests.sandbox.harness.neighbours import HONEST_OUT, STREAMS
+from tests.sandbox.harness.platforms import PROFILES
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_UID = "nonroot-real-uid"
@@ -64,15 +64,15 @@ def readable_python(uid: int) -> str | None:
 
 def _inner(variant: str, results: Path) -> list[str]:
     """The neighbours runner on `variant`'s platform."""
+    module = ["-m", "tests.sandbox.harness.neighbours", "--results", str(results)]
     if variant != REAL_UID:
-        runner = [sys.executable, "-m", "tests.sandbox.neighbours", "--results", str(results)]
-        return platforms.command(variant, runner)
+        return platforms.command(variant, [sys.executable, *module])
     python = readable_python(10001)
     assert python is not None
-    runner = [python, "-m", "tests.sandbox.neighbours", "--results", str(results)]
+    runner = [python, *module]
     setpriv = [shutil.which("setpriv") or "setpriv", "--reuid=10001", "--regid=10001"]
     setpriv += ["--clear-groups", "--inh-caps=-all", "--"]
-    return [*setpriv, python, "-m", "tests.sandbox.platforms", "nonroot-pod", "--", *runner]
+    return [*setpriv, python, "-m", "tests.sandbox.harness.platforms", "nonroot-pod", "--", *runner]
 
 
 def _unavailable(variant: str) -> str | None:

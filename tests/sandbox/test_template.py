@@ -32,7 +32,9 @@ def sandbox() -> Iterator[ZygoteSandbox]:
 
 
 def runs(sandbox: ZygoteSandbox, source: str, stdins: list[bytes]) -> list[bytes]:
-    outcomes = sandbox.run(Program("python", source), stdins, LIMITS, 30, False)
+    outcomes = sandbox.execute(
+        Program("python", source), stdins, LIMITS, 30, stop_at_first_failure=False
+    ).outcomes()
     assert [o.kind for o in outcomes] == [Kind.OK] * len(stdins), outcomes
     return [o.stdout for o in outcomes]
 
@@ -51,7 +53,7 @@ def test_runs_share_a_template_while_their_limits_do(sandbox: ZygoteSandbox) -> 
     (other,) = runs(sandbox, source + "\n", [b""])
     assert other.split()[0] == parents[0]
     shorter = Limits(time_s=1.5, memory_mb=256, output_bytes=1 << 20)
-    (limited,) = sandbox.run(Program("python", source + "\n"), [b""], shorter, 30)
+    (limited,) = sandbox.execute(Program("python", source + "\n"), [b""], shorter, 30).outcomes()
     assert limited.stdout.split()[0] != other.split()[0]
 
 
@@ -114,7 +116,9 @@ def test_time_limits_and_failures_are_each_runs_own(sandbox: ZygoteSandbox) -> N
     source = "import sys\nline = input()\nif line == 'loop':\n    while True: pass\nprint(line)\n"
     program = Program("python", source)
     short = Limits(time_s=0.3, memory_mb=256, output_bytes=1 << 20)
-    outcomes = sandbox.run(program, [b"a\n", b"loop\n", b"b\n", b""], short, 30, False)
+    outcomes = sandbox.execute(
+        program, [b"a\n", b"loop\n", b"b\n", b""], short, 30, stop_at_first_failure=False
+    ).outcomes()
     kinds = [o.kind for o in outcomes]
     assert kinds == [Kind.OK, Kind.TIME_LIMIT, Kind.OK, Kind.RUNTIME_ERROR], outcomes
     assert [o.stdout for o in outcomes[:3]] == [b"a\n", b"", b"b\n"]

@@ -35,7 +35,7 @@ def sandbox() -> Iterator[ZygoteSandbox]:
 def run(
     sandbox: ZygoteSandbox, source: str, stdin: bytes = b"", limits: Limits = LIMITS
 ) -> Outcome:
-    (outcome,) = sandbox.run(Program("python", source), [stdin], limits, budget_s=30)
+    (outcome,) = sandbox.execute(Program("python", source), [stdin], limits, budget_s=30).outcomes()
     return outcome
 
 
@@ -75,7 +75,7 @@ def test_bytes_that_are_not_utf8_round_trip_through_text_io(sandbox: ZygoteSandb
 def test_random_is_seeded_afresh_in_every_run(sandbox: ZygoteSandbox) -> None:
     """Two runs of the same program draw different random numbers, as two python starts do."""
     program = Program("python", "import random; print(random.getrandbits(64))")
-    first, second = sandbox.run(program, [b"", b""], LIMITS, budget_s=30)
+    first, second = sandbox.execute(program, [b"", b""], LIMITS, budget_s=30).outcomes()
     assert first.stdout != second.stdout
 
 
@@ -305,29 +305,35 @@ def test_stop_at_first_failure_stops_after_the_first_failing_run(sandbox: Zygote
     """With it, runs stop after a failure; without it, every stdin runs."""
     program = Program("python", "import sys; sys.exit(int(input()))")
     stdins = [b"0\n", b"4\n", b"0\n"]
-    stopping = sandbox.run(program, stdins, LIMITS, budget_s=30)
+    stopping = sandbox.execute(program, stdins, LIMITS, budget_s=30).outcomes()
     assert [o.kind for o in stopping] == [Kind.OK, Kind.RUNTIME_ERROR]
-    every = sandbox.run(program, stdins, LIMITS, budget_s=30, stop_at_first_failure=False)
+    every = sandbox.execute(
+        program, stdins, LIMITS, budget_s=30, stop_at_first_failure=False
+    ).outcomes()
     assert [o.exit_code for o in every] == [0, 4, 0]
 
 
 def test_a_budget_smaller_than_a_run_runs_nothing(sandbox: ZygoteSandbox) -> None:
     """A run that could overrun the budget is not started."""
-    outcomes = sandbox.run(Program("python", "print(1)"), [b""] * 3, LIMITS, budget_s=1.0)
+    outcomes = sandbox.execute(
+        Program("python", "print(1)"), [b""] * 3, LIMITS, budget_s=1.0
+    ).outcomes()
     assert outcomes == []
 
 
 def test_the_budget_stops_runs_that_could_overrun_it(sandbox: ZygoteSandbox) -> None:
     """Runs that each may take time_s stop once the budget left is below time_s."""
     program = Program("python", "import time; time.sleep(100)")
-    outcomes = sandbox.run(program, [b""] * 5, SHORT, budget_s=1.3, stop_at_first_failure=False)
+    outcomes = sandbox.execute(
+        program, [b""] * 5, SHORT, budget_s=1.3, stop_at_first_failure=False
+    ).outcomes()
     assert [o.kind for o in outcomes] == [Kind.TIME_LIMIT, Kind.TIME_LIMIT]
 
 
 def test_an_unknown_language_is_refused(sandbox: ZygoteSandbox) -> None:
     """A language without a runner is the caller's error, not a run."""
     with pytest.raises(ValueError, match="cobol"):
-        sandbox.run(Program("cobol", ""), [b""], LIMITS, budget_s=30)
+        sandbox.execute(Program("cobol", ""), [b""], LIMITS, budget_s=30)
 
 
 def test_limits_above_the_worker_s_own_are_clamped_not_refused() -> None:
@@ -339,7 +345,8 @@ def test_limits_above_the_worker_s_own_are_clamped_not_refused() -> None:
         "from reward_service.sandbox.zygote_client import ZygoteSandbox\n"
         "with ZygoteSandbox() as sandbox:\n"
         "    source = 'import resource; print(resource.getrlimit(resource.RLIMIT_AS)[1] >> 20)'\n"
-        "    (o,) = sandbox.run(Program('python', source), [b''], Limits(2.0, 4096, 1000), 30)\n"
+        "    limits = Limits(2.0, 4096, 1000)\n"
+        "    (o,) = sandbox.execute(Program('python', source), [b''], limits, 30).runs\n"
         "print(o.kind.value, o.stdout.decode().strip())\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
@@ -388,7 +395,7 @@ def test_a_run_dies_with_its_zygote() -> None:
         program = Program("python", "import time; print('up', flush=True); time.sleep(30)")
         result: list[Outcome] = []
         runner = threading.Thread(
-            target=lambda: result.extend(sandbox.run(program, [b""], SHORT, 30))
+            target=lambda: result.extend(sandbox.execute(program, [b""], SHORT, 30).outcomes())
         )
         first = set(zygote_processes(tag))
         runner.start()
@@ -426,10 +433,12 @@ def test_a_failure_mid_answer_gives_the_next_answer_a_fresh_zygote(
         first = Program("python", "print('first', input())")
         stdins = [b"1\n", b"2\n", b"3\n", b"4\n"]
         with pytest.raises(MemoryError):
-            sandbox.run(first, stdins, LIMITS, budget_s=30, stop_at_first_failure=False)
+            sandbox.execute(
+                first, stdins, LIMITS, budget_s=30, stop_at_first_failure=False
+            ).outcomes()
         monkeypatch.undo()
         second = Program("python", "print('second', input())")
-        outcomes = sandbox.run(second, [b"a\n", b"b\n"], LIMITS, budget_s=30)
+        outcomes = sandbox.execute(second, [b"a\n", b"b\n"], LIMITS, budget_s=30).outcomes()
         assert [(o.kind, o.stdout) for o in outcomes] == [
             (Kind.OK, b"second a\n"),
             (Kind.OK, b"second b\n"),
@@ -439,12 +448,14 @@ def test_a_failure_mid_answer_gives_the_next_answer_a_fresh_zygote(
 
 REPLY = {"kind": "ok", "exit_code": 0, "elapsed_s": 0.1, "confinement": None}
 REPLY |= {"stdout_bytes": 1, "stderr_bytes": 1}
+ABC = zygote_client._Fetch(("a", "b", "c"), 3)
+"""Files a, b and c asked for, 3 bytes of them in all."""
 
 
 def test_a_reply_s_files_follow_its_streams() -> None:
     """A run's fetched files follow its stdout and stderr, named by their index in `fetch`."""
     reply = {**REPLY, "files": [[0, 2], [2, 1]]}
-    outcome = zygote_client._outcome(reply, b"oeaac", LIMITS, (("a", "b", "c"), 3))
+    outcome = zygote_client._outcome(reply, b"oeaac", LIMITS, ABC)
     assert (outcome.stdout, outcome.stderr, outcome.files) == (b"o", "e", {"a": b"aa", "c": b"c"})
 
 
@@ -458,7 +469,7 @@ def test_a_reply_s_files_are_checked_as_data(files: Any) -> None:
     allowed, is a broken zygote's."""
     payload = b"oe" + b"x" * sum(max(0, int(f[1])) for f in files if isinstance(f, list))
     with pytest.raises(zygote_client.protocol.ProtocolError):
-        zygote_client._outcome({**REPLY, "files": files}, payload, LIMITS, (("a", "b", "c"), 3))
+        zygote_client._outcome({**REPLY, "files": files}, payload, LIMITS, ABC)
 
 
 def test_close_leaves_no_process_behind() -> None:
@@ -565,7 +576,9 @@ def test_each_run_starts_with_fresh_standard_streams(sandbox: ZygoteSandbox) -> 
         "if line.startswith('a'):\n    os._exit(0)\n"
     )
     program = Program("python", source)
-    first, second = sandbox.run(program, [b"a\nleft over\n", b"b\n"], LIMITS, budget_s=30)
+    first, second = sandbox.execute(
+        program, [b"a\nleft over\n", b"b\n"], LIMITS, budget_s=30
+    ).outcomes()
     assert (first.stdout, second.stdout) == (b"", b"b\n")
 
 

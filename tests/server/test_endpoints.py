@@ -21,6 +21,7 @@ from reward_service.errors import RewardServiceError
 from reward_service.grading.engine import ScoringEngine
 from reward_service.server import endpoints
 from reward_service.server.admission import Admission
+from reward_service.server.bodies import BodyParser
 from reward_service.server.metrics import ServiceMetrics
 from reward_service.settings import Settings
 
@@ -53,6 +54,7 @@ def _app(*, max_requests: int = 4, token: str | None = TOKEN, **settings: Any) -
     app.state.metrics = ServiceMetrics()
     app.state.admission = Admission(max_requests, CAP)
     app.state.token = token.encode() if token else None
+    app.state.body_parser = BodyParser(app.state.settings.max_body_containers)
     return app
 
 

@@ -146,3 +146,32 @@ def test_hostile_burst_never_stalls_the_service(burst_server: LiveServer) -> Non
         if a.request.expected is not None and a.detail.get("reward") != a.request.expected
     ]
     assert wrong == []
+
+
+NESTED = b'{"items": [' + b"[[[]]]," * 1_100_000 + b"[]]}"
+"""8 MiB of tiny nested lists: 3.3 million containers, about 2 s of parsing."""
+
+
+async def _costly_bodies(url: str) -> tuple[list[httpx.Response], httpx.Response]:
+    """Four nested-list bodies at once, beside a SLIME answer of brackets (text, not lists)."""
+    brackets = orjson.dumps({"response": "[" * 1_000_000 + " so \\boxed{42}", "label": "42"})
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        headers = {"content-type": "application/json"}
+        nested = [client.post("/score/batch", content=NESTED, headers=headers) for _ in range(4)]
+        text = client.post("/score", content=brackets, headers=headers)
+        *refused, answered = await asyncio.gather(*nested, text)
+    return refused, answered
+
+
+@pytest.mark.slow
+@pytest.mark.alone
+def test_costly_bodies_never_hold_the_loop(burst_server: LiveServer) -> None:
+    """Four 8 MiB bodies of nested lists are parsed off the loop and refused (413, naming the
+    setting) while /livez answers at once; an answer of a million brackets is still graded."""
+    with LivenessProbe(burst_server.url) as probe:
+        refused, answered = asyncio.run(_costly_bodies(burst_server.url))
+    assert [r.status_code for r in refused] == [413] * 4
+    assert all("REWARD_MAX_BODY_CONTAINERS" in r.json()["error"] for r in refused)
+    assert answered.status_code == 200 and answered.json() == 1.0
+    assert probe.failures == 0
+    assert probe.slowest_s < 0.25, probe.slowest_s

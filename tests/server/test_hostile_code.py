@@ -1,9 +1,9 @@
 """The hostile programs through a live server's `code` scorer, the server in a PID namespace.
 
-`reward-service serve` runs under `tests.sandbox.confine` inside `unshare
+`reward-service serve` runs under `tests.sandbox.harness.confine` inside `unshare
 --pid --fork --mount-proc` (the network is shared, so its loopback port is
 reachable), with `REWARD_API_TOKEN` and other secrets set to fresh canaries.
-One campaign per platform profile (`tests.sandbox.platforms`) posts every
+One campaign per platform profile (`tests.sandbox.harness.platforms`) posts every
 hostile program and every forgery to `/score/code?detail=1` two at a time
 while `/livez` is polled and math answers are graded alongside, then a
 GRPO-like group (three correct answers and a copier on one label); the
@@ -34,8 +34,8 @@ import pytest
 
 from reward_service.sandbox import Kind
 from reward_service.testing import LivenessProbe, free_port
-from tests.sandbox import confine, platforms, procs
-from tests.sandbox.hostile_programs import (
+from tests.sandbox.harness import confine, platforms, procs
+from tests.sandbox.harness.hostile_programs import (
     ACHIEVED,
     COPY_ANSWER,
     FORGERIES,
@@ -48,7 +48,7 @@ from tests.sandbox.hostile_programs import (
     Target,
     served_source,
 )
-from tests.sandbox.runner import Listeners, files_outside
+from tests.sandbox.harness.runner import Listeners, files_outside
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 150.0
@@ -68,7 +68,7 @@ RUN_CODE_READERS = (
 )
 """The secret readers also sent to `/run_code`, whose answer is the program's whole stdout."""
 LIVE_PROFILES = ("full", "nonroot-pod", "nonroot-old-kernel")
-"""The platforms a live server is attacked on (`tests.sandbox.platforms`): all layers, the
+"""The platforms a live server is attacked on (`tests.sandbox.harness.platforms`): all layers, the
 manifests' unprivileged pod, and that pod on a kernel without landlock."""
 
 pytestmark = [

@@ -54,6 +54,32 @@ class _Reports:
         return kind.value, self.outcome.stderr or _EARLY_EXIT
 
 
+@dataclass(frozen=True)
+class AssertSuite:
+    """One label's assert tests, as `plans.prepare` reads them."""
+
+    tests: Sequence[str]
+    """Each test's statements (Python source)."""
+    setup: str
+    """Source run before the tests (a HumanEval `check` is defined here)."""
+    entry: str
+    """The function under test (`fn_name`; HumanEval's entry point), or ""."""
+
+
+@dataclass(frozen=True)
+class AssertLimits:
+    """The limits of an assert suite's runs, each of which holds all its tests."""
+
+    per_test: Limits
+    max_time_s: float
+    """The cap on a run's time (the service's maximum time limit)."""
+
+    def for_run(self, tests: int) -> Limits:
+        """A run's limits: each test's time, summed over `tests`, up to the cap."""
+        time_s = min(self.per_test.time_s * tests, max(self.per_test.time_s, self.max_time_s))
+        return Limits(time_s, self.per_test.memory_mb, self.per_test.output_bytes)
+
+
 class AssertSuites:
     """Grades assert suites in a sandbox, keeping the plans of the labels it has seen."""
 
@@ -64,37 +90,29 @@ class AssertSuites:
         self,
         sandbox: Sandbox,
         source: str,
-        suite: tuple[Sequence[str], str, str],
-        limits: tuple[Limits, float],
+        suite: AssertSuite,
+        limits: AssertLimits,
+        *,
         stop: bool,
         tolerance: float | None,
         budget_s: float,
     ) -> Verdicts:
-        """The verdicts of `source` on `suite` (tests, setup, entry point).
-
-        `limits` are one test's and the cap on a run's time: a run has each test's
-        time, summed, up to the cap. The runs share `budget_s`.
-        """
-        tests_in, setup, entry = suite
+        """The verdicts of `source` on `suite`: stopping at the first failure when `stop`,
+        values compared within `tolerance`, the runs sharing `budget_s`."""
         started = time.monotonic()
-        tests = prepare(tests_in, setup, entry)
-        sources = tuple(tests_in) if tests is None else tests.sources
-        per_test, cap = limits
-        run_limits = Limits(
-            min(per_test.time_s * len(sources), max(per_test.time_s, cap)),
-            per_test.memory_mb,
-            per_test.output_bytes,
-        )
-        runs = _Runs(sandbox, run_limits, budget_s, started, stop)
+        tests = prepare(suite.tests, suite.setup, suite.entry)
+        sources = tuple(suite.tests) if tests is None else tests.sources
+        run_limits = limits.for_run(len(sources))
+        runs = _Runs(sandbox, run_limits, budget_s=budget_s, started=started, stop=stop)
         plan = None if tests is None else (tests.plan() or self._plan(runs, tests))
         if tests is None or plan is None:
-            return runs.statements(source, setup, sources)
+            return runs.statements(source, suite.setup, sources)
         calls = [call for test in plan for call in test]
         results = runs.calls(source, calls)
         if tests.static is not None:
-            return _judged(tests.static, results, stop, tolerance)
+            return _judged(tests.static, results, stop=stop, tolerance=tolerance)
         replayed = runs.replay(tests, calls, results, tolerance)
-        return replayed if replayed is not None else runs.statements(source, setup, sources)
+        return replayed if replayed is not None else runs.statements(source, suite.setup, sources)
 
     def _plan(self, runs: _Runs, tests: Tests) -> Plan | None:
         key = hashlib.sha256(
@@ -115,7 +133,7 @@ class _Runs:
     """The runs of one answer: its sandbox, limits and what is left of its budget."""
 
     def __init__(
-        self, sandbox: Sandbox, limits: Limits, budget_s: float, started: float, stop: bool
+        self, sandbox: Sandbox, limits: Limits, *, budget_s: float, started: float, stop: bool
     ) -> None:
         self.sandbox, self.limits, self.stop = sandbox, limits, stop
         self.budget_s, self.started = budget_s, started
@@ -123,7 +141,8 @@ class _Runs:
     def _run(self, driver: str, stdin: bytes, mark: str, count: int) -> _Reports:
         left = self.budget_s - (time.monotonic() - self.started)
         program = Program("python", driver)
-        outcomes = self.sandbox.run(program, [stdin], self.limits, left, True) if left > 0 else []
+        run = self.sandbox.execute(program, [stdin], self.limits, left) if left > 0 else None
+        outcomes = [] if run is None else run.outcomes()
         if not outcomes:
             return _Reports([], False, None)
         values = [value for reading, value in driver_results(outcomes[0].stdout, mark)]
@@ -190,7 +209,7 @@ class _Runs:
                 failures.append(Failure(i, failed, str(report[1]) if len(report) > 1 else ""))
             if self.stop:
                 break
-        return _completed(found, failures, len(sources), self.stop, "replayed")
+        return _completed(found, failures, len(sources), stop=self.stop, asserts="replayed")
 
     def statements(self, source: str, setup: str, sources: Sequence[str]) -> Verdicts:
         """The tests run as statements in the solution's namespace: forgeable."""
@@ -204,7 +223,7 @@ class _Runs:
         ]
         if self.stop:
             failures = failures[:1]
-        return _completed(found, failures, len(sources), self.stop, "statements")
+        return _completed(found, failures, len(sources), stop=self.stop, asserts="statements")
 
 
 def _is_call(value: JSON) -> bool:
@@ -212,19 +231,20 @@ def _is_call(value: JSON) -> bool:
 
 
 def _completed(
-    found: _Reports, failures: list[Failure], total: int, stop: bool, asserts: str
+    found: _Reports, failures: list[Failure], total: int, *, stop: bool, asserts: str
 ) -> Verdicts:
     """`failures` with the tests the run never reported on failing as its end says."""
     if not (found.complete and len(found.reports) == total) and not (stop and failures):
         kind, text = found.end()
         unreported = range(len(found.reports), len(found.reports) + 1 if stop else total)
         failures = [*failures, *(Failure(i, kind, text) for i in unreported)]
-    return Verdicts(failures, found.outcome is None, total, asserts)
+    return Verdicts(failures, budget_out=found.outcome is None, total=total, asserts=asserts)
 
 
 def _judged(
     static: Sequence[StaticTest],
     results: list[tuple[str, str]],
+    *,
     stop: bool,
     tolerance: float | None,
 ) -> Verdicts:
@@ -243,4 +263,4 @@ def _judged(
             if stop:
                 break
     budget_out = any(f.stderr == BUDGET for f in failures)
-    return Verdicts(failures, budget_out, len(static), "static")
+    return Verdicts(failures, budget_out=budget_out, total=len(static), asserts="static")

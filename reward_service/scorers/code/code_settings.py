@@ -101,12 +101,12 @@ def sandbox_for(settings: CodeSettings) -> ZygoteSandbox:
 
     return ZygoteSandbox(
         settings.scratch_mb,
-        settings.required_layers,
-        settings.toolchain_path,
-        settings.languages,
-        settings.pch_dir,
-        settings.build_time_s,
-        settings.build_memory_mb,
+        required_layers=settings.required_layers,
+        toolchain_path=settings.toolchain_path,
+        languages=settings.languages,
+        pch_dir=settings.pch_dir,
+        build_time_s=settings.build_time_s,
+        build_memory_mb=settings.build_memory_mb,
     )
 
 

@@ -15,20 +15,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
+from reward_service.sandbox import Kind, Limits, Outcome, Program
 from reward_service.scorers.base import (
     JSON,
     NO_OPTIONS,
     GradingLimits,
     Score,
-    Scorer,
     ScorerSettings,
     StartupCheck,
     Status,
 )
-from reward_service.scorers.code.asserts import AssertSuites
+from reward_service.scorers.code.asserts import AssertLimits, AssertSuite, AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
-from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox, sandbox_for
+from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
 from reward_service.scorers.code.compare import (
     ToleranceError,
     outputs_match,
@@ -37,26 +36,16 @@ from reward_service.scorers.code.compare import (
 )
 from reward_service.scorers.code.drivers import call_driver, driver_results, new_mark
 from reward_service.scorers.code.fences import Extracted, last_program
+from reward_service.scorers.code.sandboxed import SandboxedScorer, SandboxFactory
 from reward_service.scorers.code.verdicts import BUDGET, STDERR_CHARS, Failure, Verdicts
 from reward_service.scorers.reasoning import THINK_MODES, Unanswered, final_answer
 
 log = logging.getLogger("reward_service.scorers.code")
 
-SandboxFactory = Callable[[CodeSettings], Sandbox]
-"""Builds the sandbox a scorer runs programs in (tests inject their own)."""
-
 MAX_PROGRAM_CHARS = 100_000
 """A longer program is not graded (`no_answer`)."""
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
-
-
-def default_sandbox(settings: CodeSettings) -> Sandbox:
-    """The service's sandbox (a pre-warmed zygote, the toolchains found) as `settings` say.
-
-    Raises `SandboxUnavailable` when it cannot start or lacks a required layer.
-    """
-    return sandbox_for(settings)
 
 
 class OptionError(ValueError):
@@ -130,7 +119,7 @@ Judge = Callable[[int, Outcome], Failure | None]
 """The verdict on test `i` from its run's outcome: None when it passed."""
 
 
-class CodeScorer(Scorer):
+class CodeScorer(SandboxedScorer):
     """1.0 when the program passes every test of the label, else 0.0 (`partial`: the fraction)."""
 
     name = "code"
@@ -145,31 +134,17 @@ class CodeScorer(Scorer):
         "think": THINK_MODES,
     }
 
-    settings_model = CodeSettings
-
     def __init__(
         self,
         limits: GradingLimits | None = None,
         settings: ScorerSettings | None = None,
         sandbox_factory: SandboxFactory | None = None,
     ) -> None:
-        super().__init__(limits, settings)
-        assert isinstance(self.settings, CodeSettings)
-        self.code: CodeSettings = self.settings
-        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
-        self.budget_s = max(1.0, deadline - self.code.budget_margin_s)
-        """Seconds one answer's tests may take in all, inside its hard deadline."""
-        self._factory = sandbox_factory or default_sandbox
-        self._sandbox: Sandbox | None = None
+        super().__init__(limits, settings, sandbox_factory)
         self._asserts = AssertSuites()
-
-    @property
-    def sandbox(self) -> Sandbox:
-        """The sandbox, started by `open` (or, if it could not start then, at the next
-        program): building the scorer starts no process."""
-        if self._sandbox is None:
-            self._sandbox = self._factory(self.code)
-        return self._sandbox
+        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
+        self.budget_s = self.budget_within(deadline)
+        """Seconds one answer's tests may take in all, inside its hard deadline."""
 
     @classmethod
     def startup_check(
@@ -181,17 +156,12 @@ class CodeScorer(Scorer):
 
     def open(self) -> None:
         """Start the zygote with the worker, not at its first answer; one that cannot start
-        leaves the worker serving the other scorers (the start-up check said why)."""
+        leaves the worker serving the other scorers (the start-up check said why), and
+        the next program tries again."""
         try:
             self.sandbox  # noqa: B018  (starts it)
         except Exception as exc:  # SandboxUnavailable, or OSError from the zygote's spawn
             log.warning("code sandbox did not start with the worker: %s", exc)
-
-    def close(self) -> None:
-        """Stop the sandbox, if it started."""
-        sandbox, self._sandbox = self._sandbox, None
-        if sandbox is not None:
-            sandbox.close()
 
     @classmethod
     def option_problem(cls, name: str, value: JSON) -> str | None:
@@ -265,13 +235,14 @@ class CodeScorer(Scorer):
             program = Program("python", call_driver(source, suite.fn_name, mark))
             judge = _call_judge(suite, answer.tolerance, mark)
         else:
-            program = Program(language, source, answer.standard if language != "python" else None)
+            dialect = answer.standard if language != "python" else None
+            program = Program(language, source, dialect=dialect)
             judge = _stdin_judge(suite, answer.tolerance)
         stdins = [text.encode() for text in suite.inputs]
-        return self._run_each(program, stdins, answer.limits, judge, not answer.partial)
+        return self._run_each(program, stdins, answer.limits, judge, stop=not answer.partial)
 
     def _run_each(
-        self, program: Program, stdins: Sequence[bytes], limits: Limits, judge: Judge, stop: bool
+        self, program: Program, stdins: Sequence[bytes], limits: Limits, judge: Judge, *, stop: bool
     ) -> Verdicts:
         """One run per stdin; when `stop`, in chunks of 1, 2, 4... so a wrong output ends early."""
         started = time.monotonic()
@@ -281,7 +252,11 @@ class CodeScorer(Scorer):
             remaining = self.budget_s - (time.monotonic() - started)
             part = stdins[done : done + chunk] if stop else stdins[done:]
             outcomes = (
-                self.sandbox.run(program, part, limits, remaining, stop) if remaining > 0 else []
+                self.sandbox.execute(
+                    program, part, limits, remaining, stop_at_first_failure=stop
+                ).outcomes()
+                if remaining > 0
+                else []
             )
             if outcomes and outcomes[0].kind is Kind.COMPILE_ERROR:
                 message = outcomes[0].stderr[:STDERR_CHARS]  # a compiler's first errors
@@ -295,9 +270,8 @@ class CodeScorer(Scorer):
             done += len(outcomes)
             if len(outcomes) < len(part):
                 unrun = range(done, len(stdins) if not stop else done + 1)
-                return Verdicts(
-                    [*failures, *(Failure(i, Kind.TIME_LIMIT.value, BUDGET) for i in unrun)], True
-                )
+                unrun_failures = (Failure(i, Kind.TIME_LIMIT.value, BUDGET) for i in unrun)
+                return Verdicts([*failures, *unrun_failures], budget_out=True)
             chunk *= 2
         return Verdicts(failures)
 
@@ -307,11 +281,11 @@ class CodeScorer(Scorer):
         return self._asserts.verdicts(
             self.sandbox,
             source,
-            (suite.inputs, suite.setup, suite.fn_name),
-            (answer.limits, self.code.max_time_limit_s),
-            not answer.partial,
-            answer.tolerance,
-            self.budget_s,
+            AssertSuite(suite.inputs, suite.setup, suite.fn_name),
+            AssertLimits(answer.limits, self.code.max_time_limit_s),
+            stop=not answer.partial,
+            tolerance=answer.tolerance,
+            budget_s=self.budget_s,
         )
 
 

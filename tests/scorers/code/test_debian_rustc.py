@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox import platforms
+from tests.sandbox.harness import platforms
 
 DEBIAN_RUSTC = Path.home() / ".cache" / "reward-service" / "debian-rustc-1.63"
 """Where `.ci/run` unpacks Debian's rustc, libstd-rust-1.63 and libstd-rust-dev."""

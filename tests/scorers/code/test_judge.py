@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from reward_service.errors import SandboxUnavailable
-from reward_service.sandbox import Kind, Limits, Outcome, Program
+from reward_service.sandbox import Kind, Outcome, Program
 from reward_service.scorers.base import JSON, Status
 from reward_service.scorers.code.code_settings import CodeSettings
 from reward_service.scorers.code.drivers import big_ints
-from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer, default_sandbox
+from reward_service.scorers.code.judge import MAX_PROGRAM_CHARS, CodeScorer
+from reward_service.scorers.code.sandboxed import default_sandbox
+from reward_service.testing import RecordingSandbox
 
 ARGS = [1, 4, 7]
 """The tests' inputs; a wrong solution is right on the first two only."""
@@ -255,31 +255,6 @@ def test_url_options_are_checked_before_grading(name: str, value: str, refused: 
     assert (CodeScorer.option_problem(name, value) is not None) is refused
 
 
-@dataclass
-class RecordingSandbox:
-    """Passes every run and records what it was asked; `runs_left` models the budget."""
-
-    runs_left: int = 1_000
-    calls: list[tuple[int, Limits, bool]] = field(default_factory=list)
-    layers: Sequence[str] = ("recording",)
-
-    def run(
-        self,
-        program: Program,
-        stdins: Sequence[bytes],
-        limits: Limits,
-        budget_s: float,
-        stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
-        self.calls.append((len(stdins), limits, stop_at_first_failure))
-        count = min(len(stdins), self.runs_left)
-        self.runs_left -= count
-        return [Outcome(Kind.OK, b"1\n", "", 0, 0.0)] * count
-
-    def close(self) -> None:
-        """Nothing to stop."""
-
-
 ONES: dict[str, Any] = {"inputs": ["\n"] * 10, "outputs": ["1\n"] * 10}
 
 
@@ -292,17 +267,19 @@ def _recorded(label: JSON, options: dict[str, JSON], sandbox: RecordingSandbox) 
 
 def test_tests_run_in_doubling_chunks_until_partial_asks_for_all() -> None:
     """Stopping at a failure, tests reach the sandbox 1, 2, 4, 3 at a time; `partial`: all 10."""
-    sandbox = RecordingSandbox()
+    sandbox = RecordingSandbox(stdout=b"1\n")
     assert _recorded(ONES, {}, sandbox).reward == 1.0
-    assert [(n, stop) for n, _, stop in sandbox.calls] == [
+    assert [(len(call.stdins), call.stop_at_first_failure) for call in sandbox.calls] == [
         (1, True),
         (2, True),
         (4, True),
         (3, True),
     ]
-    sandbox = RecordingSandbox()
+    sandbox = RecordingSandbox(stdout=b"1\n")
     assert _recorded(ONES, {"partial": True}, sandbox).reward == 1.0
-    assert [(n, stop) for n, _, stop in sandbox.calls] == [(10, False)]
+    assert [(len(call.stdins), call.stop_at_first_failure) for call in sandbox.calls] == [
+        (10, False)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -318,16 +295,16 @@ def test_label_time_and_memory_apply_per_test_up_to_the_caps(
     asked: dict[str, JSON], time_s: float, memory_mb: int
 ) -> None:
     """The label's `time_limit_s` and `memory_mb` set each run's limits, capped by the service."""
-    sandbox = RecordingSandbox()
+    sandbox = RecordingSandbox(stdout=b"1\n")
     _recorded({**ONES, **asked}, {}, sandbox)
-    assert {(limits.time_s, limits.memory_mb) for _, limits, _ in sandbox.calls} == {
+    assert {(call.limits.time_s, call.limits.memory_mb) for call in sandbox.calls} == {
         (time_s, memory_mb)
     }
 
 
 def test_budget_running_out_fails_the_answer_as_time_limit() -> None:
     """When the sandbox stops for the answer's budget, the next test fails `time_limit`."""
-    score = _recorded(ONES, {}, RecordingSandbox(runs_left=5))
+    score = _recorded(ONES, {}, RecordingSandbox(stdout=b"1\n", runs_left=5))
     assert (score.reward, score.details["passed"], score.details["budget_exhausted"]) == (
         0.0,
         5,
@@ -350,24 +327,17 @@ def test_missing_required_layers_stop_the_default_sandbox() -> None:
         default_sandbox(settings)
 
 
-@dataclass
-class ForgingSandbox(RecordingSandbox):
-    """Answers every run with the driver's mark followed by `lines`, as a forging program could."""
+def _forging(lines: tuple[str, ...]) -> RecordingSandbox:
+    """A sandbox whose every run writes the driver's mark followed by `lines`, as a forging
+    program could."""
 
-    lines: tuple[str, ...] = ()
-
-    def run(
-        self,
-        program: Program,
-        stdins: Sequence[bytes],
-        limits: Limits,
-        budget_s: float,
-        stop_at_first_failure: bool = True,
-    ) -> list[Outcome]:
+    def answer(program: Program, stdin: bytes) -> Outcome:
         mark = re.search(r"<<reward-service [0-9a-f]+>>", program.source)
         assert mark is not None
-        stdout = "".join(f"\n{mark.group()}{line}\n" for line in self.lines).encode()
-        return [Outcome(Kind.OK, stdout, "", 0, 0.0)] * len(stdins)
+        stdout = "".join(f"\n{mark.group()}{line}\n" for line in lines).encode()
+        return Outcome(Kind.OK, stdout, "", 0, 0.0)
+
+    return RecordingSandbox(answer=answer)
 
 
 @pytest.mark.parametrize(
@@ -382,7 +352,7 @@ def test_assert_reports_the_driver_never_writes_count_as_failures(
     lines: tuple[str, ...], kind: str
 ) -> None:
     """An unknown failure kind is `wrong_output`; reports missing a test or the end fail it."""
-    sandbox = ForgingSandbox(lines=lines)
+    sandbox = _forging(lines)
     statements = "assert triple(1) in (3,)\nassert triple(2) in (6,)"  # not liftable
     score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
         "p", _fenced(CALL_OK), {"tests": statements}, {}
@@ -401,7 +371,7 @@ def test_assert_reports_the_driver_never_writes_count_as_failures(
 )
 def test_static_asserts_cannot_be_forged_by_the_program(lines: tuple[str, ...]) -> None:
     """`assert f(x) == literal` tests are judged here: forged verdicts or guesses fail."""
-    sandbox = ForgingSandbox(lines=lines)
+    sandbox = _forging(lines)
     score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
         "p", _fenced(CALL_OK), {"tests": "assert triple(1) == 3\nassert triple(2) == 6"}, {}
     )
@@ -411,7 +381,7 @@ def test_static_asserts_cannot_be_forged_by_the_program(lines: tuple[str, ...]) 
 
 def test_static_assert_values_are_compared_in_the_worker() -> None:
     """The driver's literal reports pass exactly when they equal the test's literal."""
-    sandbox = ForgingSandbox(lines=('["value", "3"]', '["value", "6"]', '"done"'))
+    sandbox = _forging(('["value", "3"]', '["value", "6"]', '"done"'))
     score = CodeScorer(sandbox_factory=lambda _: sandbox).score(
         "p", _fenced(CALL_OK), {"tests": "assert triple(1) == 3\nassert 6 == triple(2)"}, {}
     )

@@ -189,7 +189,7 @@ def test_every_language_grades_on_a_non_root_platform(platform: str) -> None:
     without a mount namespace) and where a non-root zygote has namespaces of its own
     (`userns`, the image under podman: a mount namespace with no /proc), a correct answer in
     each language found is 1.0: its toolchain finds what it reads there."""
-    from tests.sandbox import platforms
+    from tests.sandbox.harness import platforms
 
     if reason := platforms.unavailable("nonroot-pod"):
         pytest.skip(reason)

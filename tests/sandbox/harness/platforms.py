@@ -101,7 +101,7 @@ def command(profile: str, inner: list[str]) -> list[str]:
     that holds none (securebits `noroot`: no exec regains them); without `root` as uid 10001 in
     a user namespace (no capabilities, as in the manifests; outside, the uid maps to this user,
     so the interpreter stays readable)."""
-    line = [sys.executable, "-m", "tests.sandbox.platforms", profile, "--", *inner]
+    line = [sys.executable, "-m", "tests.sandbox.harness.platforms", profile, "--", *inner]
     take = PROFILES[profile]
     if "capabilities" in take:
         setpriv = [shutil.which("setpriv") or "setpriv", "--inh-caps=-all", "--ambient-caps=-all"]

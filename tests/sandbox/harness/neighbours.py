@@ -1,9 +1,9 @@
 """Two zygotes side by side, as two grading workers hold them: one answer's program must not
 make another's fail; and the service's processes as a run of the same uid sees them.
 
-Never run this directly: `test_neighbours.py` starts it under `tests.sandbox.confine`
+Never run this directly: `test_neighbours.py` starts it under `tests.sandbox.harness.confine`
 inside `unshare --pid --fork --mount-proc` (a thread bomb runs here), on a platform of
-`tests.sandbox.platforms`, or as a real unprivileged uid. One JSON line per finding:
+`tests.sandbox.harness.platforms`, or as a real unprivileged uid. One JSON line per finding:
 
 - `holder`: a program holding its whole thread budget in one sandbox while an honest
   threaded program (`threading.stack_size` raised, the usual idiom for deep recursion)
@@ -99,7 +99,7 @@ def describe(outcome: Outcome) -> dict[str, Any]:
 
 
 def one(sandbox: ZygoteSandbox, source: str, stdin: bytes = b"") -> Outcome:
-    (outcome,) = sandbox.run(Program("python", source), [stdin], LIMITS, budget_s=30)
+    (outcome,) = sandbox.execute(Program("python", source), [stdin], LIMITS, budget_s=30).outcomes()
     return outcome
 
 

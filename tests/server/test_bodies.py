@@ -10,12 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from reward_service.errors import PayloadTooLarge
-from reward_service.server.body_parser import (
-    INLINE_BRACKETS,
-    BodyParser,
-    Brackets,
-    count_containers,
-)
+from reward_service.server.bodies import INLINE_BRACKETS, Body, BodyParser, count_containers
 from reward_service.server.json_body import read_json
 
 
@@ -26,17 +21,8 @@ def parser() -> Iterator[BodyParser]:
     parsing.close()
 
 
-def _brackets(body: bytes, chunk: int = 4096) -> int:
-    counted = Brackets()
-    for start in range(0, len(body), chunk):
-        counted.add(body[start : start + chunk])
-    return counted.count
-
-
-def test_brackets_count_every_chunk() -> None:
-    """The running count is the body's `[` and `{`, however the chunks cut it."""
-    body = b'{"a": [[1], {"b": "[{"}]}' * 1000
-    assert _brackets(body, chunk=7) == body.count(b"[") + body.count(b"{") == 6000
+def _body(raw: bytes) -> Body:
+    return Body(raw, raw.count(b"[") + raw.count(b"{"))
 
 
 def test_containers_are_counted_up_to_one_past_the_stop() -> None:
@@ -48,7 +34,7 @@ def test_containers_are_counted_up_to_one_past_the_stop() -> None:
 async def test_a_plain_body_is_parsed_on_the_loop(parser: BodyParser) -> None:
     """A SLIME body is read where it arrived: no process."""
     body = json.dumps({"prompt": "p", "response": "\\boxed{1}", "label": [1, 2]}).encode()
-    assert await parser.parse(body, _brackets(body)) == read_json(body)
+    assert await parser.parse(_body(body)) == read_json(body)
     assert parser.offloaded == 0
 
 
@@ -57,7 +43,7 @@ async def test_text_full_of_brackets_comes_back_whole(parser: BodyParser) -> Non
     response = "[{" * (INLINE_BRACKETS + 1) + "\ud800"
     body = json.dumps({"prompt": "p", "response": response, "label": 12345678901234567890123})
     raw = body.encode()
-    value = await parser.parse(raw, _brackets(raw))
+    value = await parser.parse(_body(raw))
     assert parser.offloaded == 1
     assert value == read_json(raw)
     assert isinstance(value, dict) and value["response"] == response
@@ -70,7 +56,7 @@ async def test_a_body_of_containers_past_the_cap_is_refused_naming_the_setting(
     """Tiny nested lists past the cap: 413's error, naming REWARD_MAX_BODY_CONTAINERS."""
     raw = b'{"items": [' + b"[[]]," * 30_000 + b"[]]}"
     with pytest.raises(PayloadTooLarge, match="REWARD_MAX_BODY_CONTAINERS"):
-        await parser.parse(raw, _brackets(raw))
+        await parser.parse(_body(raw))
 
 
 async def test_a_body_that_is_not_json_is_a_value_error_in_the_process_too(
@@ -79,7 +65,7 @@ async def test_a_body_that_is_not_json_is_a_value_error_in_the_process_too(
     """The process's reading refuses what the loop's does."""
     raw = b"[" * (INLINE_BRACKETS + 5)
     with pytest.raises(ValueError, match="nested too deep"):
-        await parser.parse(raw, _brackets(raw))
+        await parser.parse(_body(raw))
 
 
 async def test_the_loop_runs_on_while_a_costly_body_is_parsed() -> None:
@@ -103,7 +89,7 @@ async def test_the_loop_runs_on_while_a_costly_body_is_parsed() -> None:
     started = time.perf_counter()
     try:
         with pytest.raises(PayloadTooLarge):
-            await parsing.parse(raw, _brackets(raw))
+            await parsing.parse(_body(raw))
     finally:
         took = time.perf_counter() - started
         done.set()

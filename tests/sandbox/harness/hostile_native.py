@@ -13,7 +13,7 @@ import json
 import textwrap
 from dataclasses import dataclass
 
-from tests.sandbox.hostile_programs import ERR, MEM, OK, TIME, Hostile, Kind, Target
+from tests.sandbox.harness.hostile_programs import ERR, MEM, OK, TIME, Hostile, Kind, Target
 
 
 def cpp_prelude(target: Target) -> str:

@@ -1,6 +1,6 @@
 """Runs the hostile programs against the service's sandbox; one JSON line per program.
 
-Never run this directly: `test_hostile.py` starts it under `tests.sandbox.confine`
+Never run this directly: `test_hostile.py` starts it under `tests.sandbox.harness.confine`
 inside `unshare --pid --fork --mount-proc`, so whatever escapes the sandbox
 still meets a PID namespace of its own. Secret canaries arrive in this
 process's environment (`HOSTILE_*_CANARY`, `REWARD_API_TOKEN`), as a service's
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.sandbox import Kind, Limits, Outcome, Program, Sandbox
-from tests.sandbox import confine, platforms, procs
-from tests.sandbox.hostile_native import NATIVE
-from tests.sandbox.hostile_programs import (
+from tests.sandbox.harness import confine, platforms, procs
+from tests.sandbox.harness.hostile_native import NATIVE
+from tests.sandbox.harness.hostile_programs import (
     ACHIEVED,
     HEALTH,
     PROGRAMS,
@@ -48,7 +48,7 @@ from tests.sandbox.hostile_programs import (
 LEFTOVER = re.compile(r"leftover[0-9a-f]{32}")
 """The marker `leave_output` prints; seen again in a later run's output, memory leaked across."""
 ALL_CPUS = os.sched_getaffinity(0)
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SCRATCH_MB = 64
 SURVIVOR_GRACE_S = 1.0
 STDERR_CAP = 4096
@@ -181,9 +181,9 @@ class Harness:
         second run on the same stdin only if the first ended ok."""
         stdins = [stdin, stdin] if templated else [stdin]
         try:
-            outcomes = self.sandbox.run(
+            outcomes = self.sandbox.execute(
                 Program(language, source), stdins, limits, limits.time_s * 2 + 20
-            )
+            ).outcomes()
         except Exception as exc:  # the interface promises never to raise for a program
             return f"Sandbox.run raised {type(exc).__name__}: {exc}"
         return outcomes[0] if outcomes else "Sandbox.run returned no outcome"
@@ -376,7 +376,7 @@ def main() -> int:
     from reward_service.sandbox.zygote_client import ZygoteSandbox
     from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
 
-    sandbox = ZygoteSandbox(SCRATCH_MB, (), DEFAULT_TOOLCHAIN_PATH, ["cpp"])
+    sandbox = ZygoteSandbox(SCRATCH_MB, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["cpp"])
     harness = Harness(sandbox, args.results)
     try:
         harness.emit("layers", layers=list(sandbox.layers), profile=args.profile)

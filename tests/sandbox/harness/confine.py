@@ -1,7 +1,7 @@
 """PID 1 of the outer namespace that every hostile program runs in.
 
 Started as `unshare --pid --fork --mount-proc --kill-child python -m
-tests.sandbox.confine --report FILE --outer-pidns NS --outer-mntns NS -- CMD...`.
+tests.sandbox.harness.confine --report FILE --outer-pidns NS --outer-mntns NS -- CMD...`.
 It first proves the confinement (it is PID 1 of a PID namespace that is not
 the caller's, alone in /proc, in a mount namespace of its own) and refuses
 to start CMD otherwise. Then, as init of that namespace (which nothing inside
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.sandbox import procs
+from tests.sandbox.harness import procs
 
 TOKEN_PATH = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 PROBE_FAILED = 97
@@ -79,7 +79,7 @@ def command(
     if unshare is None:
         raise FileNotFoundError("unshare (util-linux) is not installed")
     line = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
-    line += [sys.executable, "-m", "tests.sandbox.confine", "--report", str(report)]
+    line += [sys.executable, "-m", "tests.sandbox.harness.confine", "--report", str(report)]
     line += ["--outer-pidns", os.readlink("/proc/self/ns/pid")]
     line += ["--outer-mntns", os.readlink("/proc/self/ns/mnt"), "--deadline-s", str(deadline_s)]
     return [*line, *(["--fake-token"] if fake_token else []), "--", *inner]

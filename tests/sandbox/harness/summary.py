@@ -1,6 +1,6 @@
 """Table the hostile runs' reports: each program's end (and holes) under each profile.
 
-`python -m tests.sandbox.summary DIR` reads the `results-*.jsonl` files that
+`python -m tests.sandbox.harness.summary DIR` reads the `results-*.jsonl` files that
 `test_hostile.py` left below DIR (its pytest `--basetemp`). A cell is the
 kind the run ended with; `!` marks a hole (the reasons follow the table).
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.sandbox import confine
-from tests.sandbox.hostile_native import NATIVE
-from tests.sandbox.hostile_programs import PROGRAMS
-from tests.sandbox.platforms import PROFILES
+from tests.sandbox.harness import confine
+from tests.sandbox.harness.hostile_native import NATIVE
+from tests.sandbox.harness.hostile_programs import PROGRAMS
+from tests.sandbox.harness.platforms import PROFILES
 
 
 def main(root: Path) -> None:
