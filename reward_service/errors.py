@@ -9,15 +9,22 @@
      │    ├── ClientGone          the client hung up before its body or answer
      │    └── PayloadTooLarge     body or batch over its cap
      ├── Overloaded             queue or body-byte budget full, or draining; retry later
- │    └── JudgeUnavailable    the judge endpoint is down and the outage policy says wait
+     │    └── JudgeUnavailable    the judge endpoint is down and the outage policy says wait
+     ├── PoolError              a task the grading pool did not run to its end (engine-internal)
+     │    ├── PoolClosed          the pool is closing: the task was not run and will not be
+     │    ├── DeadlineExceeded    the task ran past its deadline; its worker was killed
+     │    ├── WorkerDied          the worker running the task died, on every attempt
+     │    └── TaskFailed          the task raised in its worker, or could not be sent to one
      ├── ScorerLoadError        a scorer or plugin failed to load (start-up)
      ├── InvalidSetting         a setting names an unknown scorer, option or value (start-up)
      └── SandboxUnavailable     the code sandbox cannot start or lacks a required layer (start-up)
 
 The classes carry no HTTP status: `reward_service.server.error_status` maps
-each to its status code, the only place that does. The parts that run outside
-the server define their own subclasses of `RewardServiceError` beside their
-code (`subcommands.ConfigError`, `clients.http.RequestRejected`, ...).
+each to its status code, the only place that does. A `PoolError` never
+reaches it: the engine turns each into an answer's status or `Overloaded`.
+The parts that run outside the server define their own subclasses of
+`RewardServiceError` beside their code (`subcommands.ConfigError`,
+`clients.http.RequestRejected`, ...).
 """
 
 from __future__ import annotations
@@ -77,6 +84,28 @@ class Overloaded(RewardServiceError):
 class JudgeUnavailable(Overloaded):
     """The judge endpoint cannot answer now (circuit open, outage) and the deployment chose
     503 + Retry-After over the fallback reward (`REWARD_JUDGE__ON_OUTAGE=retry_later`)."""
+
+
+class PoolError(RewardServiceError):
+    """The grading pool did not run a task to its end (`grading.pool`); the engine catches
+    exactly these."""
+
+
+class PoolClosed(PoolError):
+    """The pool is closing: the task was not run and will not be."""
+
+
+class DeadlineExceeded(PoolError):
+    """The task ran past its deadline; its worker was killed."""
+
+
+class WorkerDied(PoolError):
+    """The worker running the task died, on every attempt."""
+
+
+class TaskFailed(PoolError):
+    """The task raised in its worker (the message names the error), or could not be pickled
+    to one (a label nested past the recursion limit)."""
 
 
 class ScorerLoadError(RewardServiceError):

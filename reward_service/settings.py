@@ -51,7 +51,8 @@ class Settings(BaseSettings):
     )
     scorer_deadlines: dict[str, float] = Field(
         default_factory=dict,
-        description='Per-scorer deadlines, JSON {"reward_model": 120}; others use deadline_s.',
+        description='Per-scorer deadlines, JSON {"reward_model": 120}; others use their own '
+        "or deadline_s.",
     )
     grader_timeout_s: int = Field(
         3, ge=1, description="math_verify's own parse/verify timeout inside a worker (whole s)."
@@ -211,15 +212,6 @@ class Settings(BaseSettings):
         except ValidationError as exc:
             problems = "; ".join(_problems(exc, prefix))
             raise InvalidSetting(f"scorer {name!r} settings: {problems}") from None
-
-    def deadline_for(self, scorer: str, default: float | None = None) -> float:
-        """The hard deadline of one grading with `scorer` (`boxed_<type>`: that of `<type>`).
-
-        `default` is the scorer's own (`Scorer.deadline_s`), used when no setting names it.
-        """
-        fallback = self.deadline_s if default is None else default
-        inner = self.scorer_deadlines.get(scorer.removeprefix("boxed_"), fallback)
-        return self.scorer_deadlines.get(scorer, inner)
 
 
 def _problems(exc: ValidationError, prefix: str) -> list[str]:

@@ -147,23 +147,6 @@ def test_scorer_options_must_map_scorers_to_objects(monkeypatch: pytest.MonkeyPa
         Settings()
 
 
-def test_a_boxed_scorer_keeps_its_inner_scorers_deadline() -> None:
-    """`boxed_reward_model` gets `reward_model`'s deadline unless it has one of its own."""
-    settings = Settings(scorer_deadlines={"reward_model": 120, "boxed_f1": 7})
-    assert settings.deadline_for("boxed_reward_model") == 120
-    assert settings.deadline_for("boxed_f1") == 7
-    assert settings.deadline_for("boxed_exact") == settings.deadline_s
-
-
-def test_a_scorers_own_deadline_applies_unless_a_setting_names_it() -> None:
-    """A scorer's own deadline beats `deadline_s`; a setting naming the scorer beats both."""
-    settings = Settings(scorer_deadlines={"code": 45})
-    assert settings.deadline_for("exact", 30.0) == 30.0
-    assert settings.deadline_for("code", 30.0) == 45
-    assert settings.deadline_for("boxed_code", 30.0) == 45
-    assert settings.deadline_for("exact") == settings.deadline_s
-
-
 def _code(**fields: object) -> CodeSettings:
     return Settings(scorers={"code": fields}).scorer_settings("code", CodeSettings)
 

@@ -1,11 +1,12 @@
 """The scoring engine: worker processes, deadlines, screening, fallbacks.
 
-Grading runs in worker processes (`reward_service.grading.pool`), never on the
-event loop nor in threads, so math_verify keeps its signal-based timeouts
-and nothing it does can stall the server. Each grading has a hard deadline;
-a worker that overruns is killed and replaced and the request gets the
-fallback reward with status `timeout`. A worker that dies (OOM, SIGKILL)
-has its task retried once on a fresh worker.
+Grading runs in worker processes (driven by `grading.pool`, running
+`grading.worker`), never on the event loop nor in threads, so math_verify
+keeps its signal-based timeouts and nothing it does can stall the server.
+Each grading has a hard deadline (`grading.deadlines`); a worker that
+overruns is killed and replaced and the request gets the fallback reward
+with status `timeout`. A worker that dies (OOM, SIGKILL) has its task
+retried once on a fresh worker.
 
 Scorer options reach a sample from three places; per option, the first that
 sets it wins: the sample's label object, the request's URL query (checked by
@@ -20,16 +21,24 @@ other's.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import multiprocessing
-import os
-import resource
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from reward_service.errors import InvalidSetting, Overloaded
-from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
+from reward_service.errors import (
+    DeadlineExceeded,
+    InvalidSetting,
+    Overloaded,
+    PoolClosed,
+    TaskFailed,
+    WorkerDied,
+)
+from reward_service.grading import worker
+from reward_service.grading.deadlines import resolve_deadlines
+from reward_service.grading.pool import WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.logs import request_id
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry, Status
@@ -37,7 +46,6 @@ from reward_service.scorers.base import (
     JSON,
     NO_OPTIONS,
     AsyncScorer,
-    Scorer,
     ScorerSettings,
     ScoringInput,
     StartupCheck,
@@ -49,46 +57,6 @@ log = logging.getLogger("reward_service.grading.engine")
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
 _MAX_NAME_ECHO = 64
-
-_registry: ScorerRegistry | None = None
-
-
-def _worker_init(
-    limits: GradingLimits,
-    extra: dict[str, str],
-    memory_mb: int,
-    settings: dict[str, ScorerSettings],
-    nice: int,
-    only: list[str] | None = None,
-) -> None:
-    """Runs once in each worker: lower its priority, cap its memory, build the CPU-bound
-    scorers (those of `only`, when given), open them (a zygote started here inherits both)."""
-    global _registry
-    os.nice(nice)
-    cap = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    _registry = ScorerRegistry.discover(limits, extra, settings)
-    if only is not None:
-        _registry = _registry.only(only)
-    for scorer in _registry.build(Scorer):
-        assert isinstance(scorer, Scorer)
-        scorer.open()
-
-
-def _grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
-    """Runs in a worker: grade items with one scorer, every failure a status."""
-    assert _registry is not None, "worker not initialised"
-    try:
-        graded = _registry.get(scorer)
-        assert isinstance(graded, Scorer)
-        scores = graded.score_many(items)
-    except MemoryError:
-        return [Score.error("worker memory cap reached")] * len(items)
-    except Exception as exc:  # a scorer bug must cost its answers, not the worker
-        return [Score.error(f"scorer raised {type(exc).__name__}")] * len(items)
-    if len(scores) != len(items):
-        return [Score.error(f"scorer returned {len(scores)} scores for {len(items)}")] * len(items)
-    return scores
 
 
 @dataclass(frozen=True)
@@ -121,6 +89,7 @@ class ScoringEngine:
     def __init__(
         self,
         settings: Settings,
+        *,
         registry: ScorerRegistry | None = None,
         on_graded: Callable[[Graded], None] | None = None,
         on_restart: Callable[[str], None] | None = None,
@@ -167,7 +136,7 @@ class ScoringEngine:
         """
         self.registry.require(self.settings.default_scorer)
         scorer_settings = self._scorer_settings()
-        deadlines = {name: self.deadline_for(name) for name in self.registry.names()}
+        deadlines = resolve_deadlines(self.settings, self.registry)
         self.limits = replace(self.limits, deadlines=deadlines)
         self.registry = self.registry.configured(self.limits, scorer_settings)
         # The checks (a sandbox probe, toolchains' versions, checker data) take a second or
@@ -175,18 +144,18 @@ class ScoringEngine:
         # thread beside the loop. A required check that fails still stops start-up.
         checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["reward_service.grading.engine", *self.registry.modules()])
+        context.set_forkserver_preload([worker.__name__, *self.registry.modules()])
+        config = worker.WorkerConfig(
+            limits=self.limits,
+            memory_mb=self.settings.worker_memory_mb,
+            nice=self.settings.worker_nice,
+            extra_scorers=self.settings.extra_scorers,
+            scorer_settings=scorer_settings,
+            only=self._only,
+        )
         pool = WorkerPool(
-            size=self.settings.workers,
-            initializer=_worker_init,
-            initargs=(
-                self.limits,
-                self.settings.extra_scorers,
-                self.settings.worker_memory_mb,
-                scorer_settings,
-                self.settings.worker_nice,
-                self._only,
-            ),
+            self.settings.workers,
+            functools.partial(worker.set_up, config=config),
             max_tasks=self.settings.worker_max_tasks,
             context=context,
             on_restart=self._on_restart,
@@ -263,11 +232,6 @@ class ScoringEngine:
                 problem = cls.option_problem(option, value)
                 if problem is not None:
                     raise InvalidSetting(f"REWARD_SCORER_OPTIONS: {problem}")
-
-    def deadline_for(self, name: str) -> float:
-        """The hard deadline of one grading with scorer `name`: settings, else the scorer's own."""
-        own = self.registry.scorer_class(name).deadline_s if name in self.registry else None
-        return self.settings.deadline_for(name, own)
 
     def drain(self) -> None:
         """Stop reporting ready; work already accepted still completes."""
@@ -368,9 +332,9 @@ class ScoringEngine:
         elapsed_ms = (time.perf_counter() - started) * 1000
         graded = [
             Graded(
-                self._with_fallback(score),
-                name if name in self.registry else UNKNOWN_SCORER,
-                elapsed_ms,
+                score=self._with_fallback(score),
+                scorer=name if name in self.registry else UNKNOWN_SCORER,
+                elapsed_ms=elapsed_ms,
             )
             for score, name in zip(scores, names, strict=True)
             if score is not None
@@ -413,17 +377,17 @@ class ScoringEngine:
         if issubclass(self.registry.scorer_class(name), AsyncScorer):
             return await self._run_async(name, samples)
         items = [(s.prompt, s.response, s.label, dict(s.options)) for s in samples]
-        deadline_s = self.deadline_for(name)
+        deadline_s = self.limits.deadlines[name]
         self.in_flight += len(samples)
         try:
-            affinity = hash((name, repr(samples[0].label)))
+            affinity = _affinity(name, samples[0].label)
             context = {
                 "request_id": request_id.get(),
                 "scorer": name,
                 "answer_excerpt": excerpt(samples[0].response),
             }
             result: list[Score] = await self._pool.run(
-                _grade, (name, items), deadline_s, affinity, context
+                worker.grade, (name, items), deadline_s, affinity=affinity, context=context
             )
             return result
         except PoolClosed:
@@ -434,7 +398,7 @@ class ScoringEngine:
         except WorkerDied as exc:
             failure = Score.error(f"worker died ({exc})")
             event = "grading worker died on this answer twice"
-        except RuntimeError as exc:
+        except TaskFailed as exc:
             failure = Score.error(str(exc))
             event = "grading failed"
         finally:
@@ -455,7 +419,7 @@ class ScoringEngine:
         scorer = self.registry.get(name)
         assert isinstance(scorer, AsyncScorer)
         bound = self._bounds[self.registry.base_of(name)]
-        deadline_s = self.deadline_for(name)
+        deadline_s = self.limits.deadlines[name]
 
         async def one(sample: Sample) -> Score:
             async with bound:
@@ -488,12 +452,22 @@ class ScoringEngine:
         if name not in self.registry or issubclass(self.registry.scorer_class(name), AsyncScorer):
             return Score.error(f"{name[:_MAX_NAME_ECHO]!r} is not a CPU-bound scorer")
         prompt, response, label, options = item
-        sample = Sample(response, label, prompt, name, options)
+        sample = Sample(response, label, prompt=prompt, scorer=name, options=options)
         settled = self._precheck(sample, name)
         if settled is not None:
             return settled
         [score] = await self._run(name, [sample])
         return score
+
+
+def _affinity(name: str, label: JSON) -> int | None:
+    """Which worker the answers to `label` prefer (its caches hold the label), or None for
+    a label nested too deep to print: it cannot be sent to a worker either, and fails there
+    as `TaskFailed`."""
+    try:
+        return hash((name, repr(label)))
+    except RecursionError:
+        return None
 
 
 def _with_options(sample: Sample, options: Mapping[str, JSON]) -> Sample:

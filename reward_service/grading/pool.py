@@ -20,8 +20,10 @@ dead worker is simply replaced:
   and the next spawn relaunches the forkserver), a spawn that fails is
   retried, and `close` resolves every task it was given.
 
-Messages use `multiprocessing.connection`'s framing (a 4-byte big-endian
-length, then a pickle), so workers use plain blocking `Connection`s.
+This is the server's side; each worker's side, the loop it runs, is
+`grading.worker.serve`. Messages use `multiprocessing.connection`'s framing (a
+4-byte big-endian length, then a pickle), so workers use plain blocking
+`Connection`s.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import ctypes
 import functools
 import itertools
 import logging
@@ -40,63 +41,22 @@ import select
 import signal
 import struct
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from reward_service.errors import DeadlineExceeded, PoolClosed, TaskFailed, WorkerDied
+from reward_service.grading.worker import READY, serve
+
 log = logging.getLogger("reward_service.grading.pool")
 
-_READY = "ready"
 _RESPAWN_BACKOFF_S = 1.0
 _HEADER = struct.Struct("!i")
 _LOOKAHEAD = 64
 """How far into the queue a free worker looks for a task that prefers it."""
 PIPELINE = 2
 """Tasks sent ahead to one worker: the one it runs and the one it runs next."""
-_PR_SET_DUMPABLE = 4
-
-
-class DeadlineExceeded(Exception):
-    """The task ran past its deadline; its worker was killed."""
-
-
-class PoolClosed(Exception):
-    """The pool is closing: the task was not run and will not be."""
-
-
-class WorkerDied(Exception):
-    """The worker running the task died, on every attempt."""
-
-
-def _worker_main(
-    tasks: Connection,
-    results: Connection,
-    initializer: Callable[..., None],
-    initargs: Sequence[Any],
-) -> None:
-    """The loop each worker runs: receive a task, run it, send its result."""
-    # Not dumpable, as the server: no process of its uid (a model-written program where
-    # nothing confines reads) opens its /proc/<pid>/fd (the next task, expected outputs
-    # included) or reads its memory or environ.
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    initializer(*initargs)
-    results.send(_READY)
-    while True:
-        try:
-            task = tasks.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        fn, args = task
-        try:
-            results.send((True, fn(*args)))
-        except BaseException as exc:  # report, never die, for any task error
-            results.send((False, f"{type(exc).__name__}: {exc}"))
 
 
 class _Results(asyncio.Protocol):
@@ -195,15 +155,16 @@ class WorkerPool:
     def __init__(
         self,
         size: int,
-        initializer: Callable[..., None],
-        initargs: Sequence[Any] = (),
+        initializer: Callable[[], None],
+        *,
         max_tasks: int = 0,
         context: Any = None,
         on_restart: Callable[[str], None] | None = None,
     ) -> None:
+        """`initializer` runs once in each new worker, before it takes a task (pickled to
+        it: a module-level function, or a `functools.partial` of one)."""
         self.size = size
         self._initializer = initializer
-        self._initargs = tuple(initargs)
         self._max_tasks = max_tasks
         # Any: multiprocessing's contexts share no typed base that has `Process`.
         self._context: Any = context or multiprocessing.get_context("forkserver")
@@ -253,8 +214,8 @@ class WorkerPool:
         task_reader, task_writer = self._context.Pipe(duplex=False)
         result_reader, result_writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
-            target=_worker_main,
-            args=(task_reader, result_writer, self._initializer, self._initargs),
+            target=serve,
+            args=(task_reader, result_writer, self._initializer),
             name="reward-service-worker",
             daemon=True,
         )
@@ -267,7 +228,7 @@ class WorkerPool:
         finally:
             task_reader.close()
             result_writer.close()
-        worker = _Worker(process, slot, _pidfd(process.pid))
+        worker = _Worker(process, slot, pidfd=_pidfd(process.pid))
         self._workers.append(worker)
         worker.writer, _ = await self._loop.connect_write_pipe(asyncio.BaseProtocol, task_writer)
         worker.reader, _ = await self._loop.connect_read_pipe(
@@ -280,10 +241,11 @@ class WorkerPool:
         fn: Callable[..., Any],
         args: tuple[Any, ...],
         deadline_s: float | None,
+        *,
         affinity: int | None = None,
         context: Mapping[str, Any] | None = None,
     ) -> asyncio.Future[Any]:
-        """Queue `fn(*args)` for a worker; the future raises the task's failure.
+        """Queue `fn(*args)` for a worker; the future raises the task's failure, a `PoolError`.
 
         Tasks of equal `affinity` prefer one worker (its caches stay warm), as
         long as that leaves no worker idle and skips at most `_LOOKAHEAD` tasks.
@@ -292,7 +254,14 @@ class WorkerPool:
         if self._loop is None or self._closing:
             raise PoolClosed("worker pool is not running")
         slot = affinity % self.size if affinity is not None else None
-        task = _Task(fn, args, deadline_s, self._loop.create_future(), slot, context or {})
+        task = _Task(
+            fn,
+            args,
+            deadline_s=deadline_s,
+            future=self._loop.create_future(),
+            affinity=slot,
+            context=context or {},
+        )
         self._queue.append(task)
         self._dispatch()
         return task.future
@@ -323,7 +292,7 @@ class WorkerPool:
         try:
             frame = _frame((task.fn, task.args))
         except Exception as exc:  # e.g. RecursionError on absurdly nested JSON
-            task.future.set_exception(RuntimeError(f"task cannot be sent to a worker: {exc!r}"))
+            task.future.set_exception(TaskFailed(f"task cannot be sent to a worker: {exc!r}"))
             return
         worker.tasks.append(task)
         worker.write(frame)
@@ -339,7 +308,7 @@ class WorkerPool:
             worker.timer = self._loop.call_later(task.deadline_s, self._on_deadline, worker)
 
     def _on_message(self, worker: _Worker, message: Any) -> None:
-        if message == _READY:
+        if message == READY:
             worker.ready = True
             self._dispatch()
             return
@@ -357,7 +326,7 @@ class WorkerPool:
             if succeeded:
                 task.future.set_result(value)
             else:
-                task.future.set_exception(RuntimeError(value))
+                task.future.set_exception(TaskFailed(value))
         if self._max_tasks and worker.done >= self._max_tasks and not self._closing:
             self._retire(worker, "recycled")
         self._dispatch()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from reward_service.scorers.base import JSON
 
@@ -14,6 +14,7 @@ class Sample:
 
     response: str
     label: JSON
+    _: KW_ONLY
     prompt: JSON = None
     scorer: str | None = None
     """Scorer chosen by the sample itself (label object), else the route's."""

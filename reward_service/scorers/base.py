@@ -100,10 +100,19 @@ class GradingLimits:
     worker_memory_mb: int = 2048
     """A grading worker's address-space cap (what its scorers and their children share)."""
     deadlines: Mapping[str, float] = field(default_factory=dict)
-    """Each scorer's hard deadline in seconds, by name (the engine's, from the settings)."""
+    """Each scorer's hard deadline in seconds, by name, as the engine resolved and enforces
+    it (`reward_service.grading.deadlines`); empty for a scorer built outside an engine."""
 
-    def deadline_for(self, name: str, default: float = 10.0) -> float:
-        return self.deadlines.get(name, default)
+    def deadline_for(self, scorer: type[ScorerBase]) -> float:
+        """`scorer`'s hard deadline: the engine's; outside an engine (a test, a bench), the
+        one it declares (`deadline_s`), for no other value is known there."""
+        deadline = self.deadlines.get(scorer.name, scorer.deadline_s)
+        if deadline is None:
+            raise LookupError(
+                f"no deadline for scorer {scorer.name!r}: it declares none and no engine "
+                "resolved one (GradingLimits.deadlines)"
+            )
+        return deadline
 
 
 WorkerGrade = Callable[[str, ScoringInput], Awaitable[Score]]

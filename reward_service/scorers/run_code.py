@@ -51,9 +51,6 @@ class RunCodeScorer(SandboxedScorer):
     ) -> None:
         super().__init__(limits, settings, sandbox_factory)
         self.caps = caps
-        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
-        self.budget_s = self.budget_within(deadline)
-        """Seconds the run may take, compiling included, inside the hard deadline."""
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         if not isinstance(response, str):

@@ -9,15 +9,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from reward_service.errors import InvalidSetting, Overloaded, SandboxUnavailable
-from reward_service.grading.engine import ScoringEngine
+from reward_service.grading.engine import Graded, ScoringEngine
 from reward_service.grading.pool import WorkerPool
 from reward_service.grading.sample import Sample
 from reward_service.sandbox import Sandbox
 from reward_service.sandbox.zygote_client import ZYGOTE
-from reward_service.scorers import GradingLimits, Scorer, ScorerRegistry
+from reward_service.scorers import GradingLimits, Scorer, ScorerRegistry, Status
 from reward_service.scorers.base import StartupCheck
 from reward_service.scorers.code.judge import CodeScorer
 from reward_service.scorers.exact import ExactScorer
@@ -45,6 +46,23 @@ def test_work_the_pool_will_not_run_gets_overloaded_not_a_fallback_reward() -> N
     assert isinstance(queued, Overloaded), queued
     with pytest.raises(Overloaded, match="shutting down"):
         raise queued
+
+
+def test_a_label_nested_past_the_recursion_limit_is_an_error_answer() -> None:
+    """A label too deep to print or pickle (the JSON readers take ~1,000 levels) is graded
+    `error` with the fallback reward, never an exception out of the engine."""
+
+    async def body() -> Graded:
+        engine = ScoringEngine(Settings(workers=1), only={"exact"})
+        await engine.start()
+        try:
+            return await engine.grade(Sample("1", orjson.loads("[" * 1000 + "]" * 1000)), "exact")
+        finally:
+            await engine.close()
+
+    graded = asyncio.run(body())
+    assert graded.score.status is Status.ERROR
+    assert "cannot be sent to a worker" in graded.score.details["reason"]
 
 
 def _engine(**settings: object) -> ScoringEngine:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from reward_service.grading.pool import DeadlineExceeded, PoolClosed, WorkerDied, WorkerPool
+from reward_service.errors import DeadlineExceeded, PoolClosed, TaskFailed, WorkerDied
+from reward_service.grading.pool import WorkerPool
 
 
 def _noop() -> None:
@@ -92,6 +93,31 @@ def test_task_of_a_dying_worker_is_retried_once() -> None:
     assert isinstance(died, WorkerDied)
     assert isinstance(after, int)
     assert restarts == ["died", "died"]
+
+
+def _raise_recursion() -> None:
+    raise RecursionError("deep")
+
+
+def test_a_task_that_raises_fails_alone_as_task_failed() -> None:
+    """A task's exception (a RecursionError too) reaches its caller as TaskFailed naming it,
+    and so does a task that cannot be pickled; the worker keeps serving."""
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+
+    async def body(pool: WorkerPool) -> tuple[Any, Any, Any]:
+        return await asyncio.gather(
+            pool.run(_raise_recursion, (), 5.0),
+            pool.run(_sleep, (deep,), 5.0),
+            pool.run(_sleep, (0,), 5.0),
+            return_exceptions=True,
+        )
+
+    (raised, unsent, after), restarts = asyncio.run(_with_pool(1, body))
+    assert isinstance(raised, TaskFailed) and str(raised) == "RecursionError: deep"
+    assert isinstance(unsent, TaskFailed) and "cannot be sent to a worker" in str(unsent)
+    assert isinstance(after, int) and restarts == []
 
 
 def test_workers_are_recycled_after_max_tasks() -> None:

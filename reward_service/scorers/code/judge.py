@@ -142,9 +142,6 @@ class CodeScorer(SandboxedScorer):
     ) -> None:
         super().__init__(limits, settings, sandbox_factory)
         self._asserts = AssertSuites()
-        deadline = self.limits.deadline_for(self.name, self.deadline_s or 30.0)
-        self.budget_s = self.budget_within(deadline)
-        """Seconds one answer's tests may take in all, inside its hard deadline."""
 
     @classmethod
     def startup_check(

@@ -49,11 +49,10 @@ class SandboxedScorer(Scorer):
         self.code: CodeSettings = self.settings
         self._factory = sandbox_factory or default_sandbox
         self._sandbox: Sandbox | None = None
-
-    def budget_within(self, deadline_s: float) -> float:
+        deadline_s = self.limits.deadline_for(type(self))
+        self.budget_s = max(1.0, deadline_s - self.code.budget_margin_s)
         """Seconds an answer's programs may take in all, builds included: its hard deadline
         less the worker's own margin (`CodeSettings.budget_margin_s`), at least one."""
-        return max(1.0, deadline_s - self.code.budget_margin_s)
 
     @property
     def sandbox(self) -> Sandbox:

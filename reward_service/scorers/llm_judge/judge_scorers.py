@@ -112,7 +112,7 @@ class JudgeScorer(AsyncScorer):
             settings.key()
         except (OSError, TemplateError) as exc:
             raise InvalidSetting(f"judge settings: {exc}") from None
-        deadline = limits.deadline_for(cls.name, cls.deadline_s or JudgeScorer.deadline_s)
+        deadline = limits.deadline_for(cls)
         if settings.deadline_s >= deadline:
             raise InvalidSetting(
                 f"REWARD_JUDGE__DEADLINE_S ({settings.deadline_s}) must be below {cls.name}'s "
