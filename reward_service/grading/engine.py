@@ -33,6 +33,7 @@ from reward_service.errors import (
     InvalidSetting,
     Overloaded,
     PoolClosed,
+    ScorerLoadError,
     TaskFailed,
     WorkerDied,
 )
@@ -50,6 +51,7 @@ from reward_service.scorers.base import (
     ScoringInput,
     StartupCheck,
 )
+from reward_service.scorers.composite import read_composites
 from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.grading.engine")
@@ -80,6 +82,7 @@ class Graded:
             "status": self.score.status.value,
             "scorer": self.scorer,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "loss_multiplier": self.score.status.loss_multiplier,
         }
 
 
@@ -105,10 +108,13 @@ class ScoringEngine:
             cache_size=settings.gold_cache_size,
             worker_memory_mb=settings.worker_memory_mb,
         )
-        self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
+        self.registry = registry or ScorerRegistry.discover(
+            self.limits, settings.extra_scorers, composites=read_composites(settings.composites)
+        )
         self._only = None if only is None else sorted({*only, settings.default_scorer})
         if self._only is not None:
             self.registry = self.registry.only(self._only)
+        self._check_composites()
         self._check_scorer_options()
         self.checks: dict[str, StartupCheck] = {}
         """Each scorer's start-up check that ran, by name (`GET /scorers`)."""
@@ -150,6 +156,7 @@ class ScoringEngine:
             memory_mb=self.settings.worker_memory_mb,
             nice=self.settings.worker_nice,
             extra_scorers=self.settings.extra_scorers,
+            composites=self.registry.composites(),
             scorer_settings=scorer_settings,
             only=self._only,
         )
@@ -218,6 +225,13 @@ class ScoringEngine:
             said = "start-up check" if check.ok else f"start-up check {outcome}"
             level = logging.getLevelNamesMapping()[check.level.upper()]
             log.log(level, "%s %s: %s", name, said, check.summary, extra=extra)
+
+    def _check_composites(self) -> None:
+        """Stop start-up when a composite names what no worker can grade (`InvalidSetting`)."""
+        try:
+            self.registry.check_composites()
+        except ScorerLoadError as exc:
+            raise InvalidSetting(f"REWARD_COMPOSITES: {exc}") from None
 
     def _check_scorer_options(self) -> None:
         """Stop start-up when `scorer_options` names an unknown scorer, option or value."""

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry
 from reward_service.scorers.base import Scorer, ScorerSettings, ScoringInput
+from reward_service.scorers.composite import CompositeDefinition
 
 READY = "ready"
 """A worker's first message: it is set up and takes tasks."""
@@ -41,6 +42,8 @@ class WorkerConfig:
     """Niceness added to the worker, below the server."""
     extra_scorers: Mapping[str, str]
     """Scorers without packaging, `{"name": "module:Class"}` (`REWARD_EXTRA_SCORERS`)."""
+    composites: Mapping[str, CompositeDefinition]
+    """The composite scorers (`REWARD_COMPOSITES`), validated by the engine, by name."""
     scorer_settings: Mapping[str, ScorerSettings]
     """Each scorer's own settings, read and checked by the engine, by scorer name."""
     only: Sequence[str] | None = None
@@ -85,7 +88,7 @@ def set_up(*, config: WorkerConfig) -> None:
     cap = config.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     registry = ScorerRegistry.discover(
-        config.limits, dict(config.extra_scorers), config.scorer_settings
+        config.limits, dict(config.extra_scorers), config.scorer_settings, config.composites
     )
     _registry = registry if config.only is None else registry.only(config.only)
     for scorer in _registry.build(Scorer):

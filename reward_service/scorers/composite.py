@@ -29,8 +29,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from reward_service.errors import InvalidSetting
 from reward_service.scorers.base import (
     JSON,
     NO_OPTIONS,
@@ -118,6 +119,18 @@ class CompositeDefinition(BaseModel):
     def weighted_sum(self, values: Mapping[str, float]) -> float:
         """The components' weighted sum: `combine="sum"`'s reward."""
         return math.fsum(part.weight * values[name] for name, part in self.components.items())
+
+
+def read_composites(raw: Mapping[str, Any]) -> dict[str, CompositeDefinition]:
+    """`REWARD_COMPOSITES`, each definition validated whole; `InvalidSetting` names the one
+    that cannot work and why."""
+    found = {}
+    for name, definition in raw.items():
+        try:
+            found[name] = CompositeDefinition.model_validate(definition)
+        except ValidationError as exc:
+            raise InvalidSetting(f"REWARD_COMPOSITES[{name!r}]: {exc}") from None
+    return found
 
 
 OPEN_R1 = CompositeDefinition(
