@@ -27,8 +27,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from reward_service.clients.http import RewardClient
-from reward_service.scorers.base import Status
+from reward_service.clients.http import RewardClient, loss_multiplier
 
 URL_VARIABLE = "REWARD_SERVICE_URL"
 TOKEN_VARIABLE = "REWARD_SERVICE_TOKEN"
@@ -101,16 +100,5 @@ def compute_score(
         "score": detail["reward"],
         "status": detail["status"],
         "scorer": detail["scorer"],
-        "loss_multiplier": _loss_multiplier(detail),
+        "loss_multiplier": loss_multiplier(detail),
     }
-
-
-def _loss_multiplier(detail: Mapping[str, Any]) -> float:
-    """The detail's `loss_multiplier`; from its status where the service sends none (older)."""
-    given = detail.get("loss_multiplier")
-    if isinstance(given, (int, float)):
-        return float(given)
-    try:
-        return Status(detail.get("status")).loss_multiplier
-    except ValueError:
-        return 1.0

@@ -38,22 +38,6 @@ def test_a_sample_that_could_not_be_graded_is_masked(service: LiveServer) -> Non
 
 
 @pytest.mark.parametrize(
-    ("detail", "expected"),
-    [
-        ({"status": "timeout"}, 0.0),
-        ({"status": "wrong"}, 1.0),
-        ({"status": "ok", "loss_multiplier": 0}, 0.0),
-        ({"status": "from a future version"}, 1.0),
-    ],
-)
-def test_the_mask_is_read_from_the_status_when_the_service_sends_none(
-    detail: dict[str, object], expected: float
-) -> None:
-    """An older service sends no loss_multiplier: the status says it."""
-    assert verl._loss_multiplier(detail) == expected
-
-
-@pytest.mark.parametrize(
     ("solution", "ground_truth"),
     [("\\boxed{18}", "18"), ("\\boxed{17}", "18"), ("I ran out of tok", "18"), ("x", None)],
 )
