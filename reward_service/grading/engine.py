@@ -61,6 +61,10 @@ UNKNOWN_SCORER = "unknown"
 _MAX_NAME_ECHO = 64
 
 
+MAX_GROUP_TASK = 64
+"""Most answers of one group graded in one worker task (`grade_many(together=True)`)."""
+
+
 @dataclass(frozen=True)
 class Graded:
     """A finished grading, as the app reports it."""
@@ -282,17 +286,22 @@ class ScoringEngine:
         samples: Sequence[Sample | None],
         scorer: str | None = None,
         options: Mapping[str, JSON] = NO_OPTIONS,
+        *,
+        together: bool = False,
     ) -> list[Graded]:
         """Grade a batch in input order; a None item is graded as an error.
 
         The whole batch is admitted or refused (503) at once, so a client
-        never gets half a batch.
+        never gets half a batch. With `together` (one prompt's group), the answers of
+        a scorer that `grades_groups_together` go to one worker in one task, under one
+        answer's deadline, so its caches grade each distinct final answer once; if that
+        task fails (deadline, a worker's death), each answer is graded again alone.
         """
         if samples and self.in_flight + len(samples) > self.settings.max_queue:
             raise Overloaded(
                 f"batch of {len(samples)} does not fit the grading queue", retry_after_s=1
             )
-        return await self._grade_all(samples, scorer, options)
+        return await self._grade_all(samples, scorer, options, together)
 
     def options_for(self, name: str, request: Mapping[str, JSON]) -> Mapping[str, JSON]:
         """The options scorer `name` takes before a sample's own: settings, then `request`'s.
@@ -309,7 +318,11 @@ class ScoringEngine:
         return {**defaults, **accepted} if defaults else accepted
 
     async def _grade_all(
-        self, samples: Sequence[Sample | None], scorer: str | None, options: Mapping[str, JSON]
+        self,
+        samples: Sequence[Sample | None],
+        scorer: str | None,
+        options: Mapping[str, JSON],
+        together: bool = False,
     ) -> list[Graded]:
         """Precheck each sample, dispatch the rest in chunks per scorer, keep order."""
         started = time.perf_counter()
@@ -334,11 +347,14 @@ class ScoringEngine:
         chunks = [
             (name, indexes[i : i + size])
             for name, indexes in pending.items()
-            for size in [self._chunk_size(name, len(indexes))]
+            for size in [self._chunk_size(name, len(indexes), together)]
             for i in range(0, len(indexes), size)
         ]
         results = await asyncio.gather(
-            *(self._run(name, [to_grade[i] for i in chunk]) for name, chunk in chunks)
+            *(
+                self._run(name, [to_grade[i] for i in chunk], alone_on_failure=together)
+                for name, chunk in chunks
+            )
         )
         for (_, chunk), chunk_scores in zip(chunks, results, strict=True):
             for index, score in zip(chunk, chunk_scores, strict=True):
@@ -357,11 +373,16 @@ class ScoringEngine:
             self._on_graded(item)
         return graded
 
-    def _chunk_size(self, name: str, count: int) -> int:
-        """Answers per task: the scorer's batch size in a worker; all of them on the event
-        loop, where each still has its own deadline."""
+    def _chunk_size(self, name: str, count: int, together: bool = False) -> int:
+        """Answers per task: the scorer's batch size in a worker (a group's answers, up to
+        `MAX_GROUP_TASK`, when `together` and the scorer gains from it); all of them on
+        the event loop, where each still has its own deadline."""
         cls = self.registry.scorer_class(name)
-        return count if issubclass(cls, AsyncScorer) else cls.batch_size
+        if issubclass(cls, AsyncScorer):
+            return count
+        if together and cls.grades_groups_together:
+            return max(cls.batch_size, min(count, MAX_GROUP_TASK))
+        return cls.batch_size
 
     def _with_fallback(self, score: Score) -> Score:
         if score.status in (Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED):
@@ -384,8 +405,11 @@ class ScoringEngine:
             log.exception("scorer screen failed; grading in a worker", extra={"scorer": name})
             return None
 
-    async def _run(self, name: str, samples: list[Sample]) -> list[Score]:
-        """Grade samples of one scorer in one worker task, under one deadline."""
+    async def _run(
+        self, name: str, samples: list[Sample], *, alone_on_failure: bool = False
+    ) -> list[Score]:
+        """Grade samples of one scorer in one worker task, under one deadline; with
+        `alone_on_failure`, a task of several that fails is graded again answer by answer."""
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
         if issubclass(self.registry.scorer_class(name), AsyncScorer):
@@ -417,6 +441,13 @@ class ScoringEngine:
             event = "grading failed"
         finally:
             self.in_flight -= len(samples)
+        if alone_on_failure and len(samples) > 1:
+            log.info(
+                "a group's grading task failed; grading its answers alone",
+                extra={"scorer": name, "answers": len(samples), "status": failure.status.value},
+            )
+            alone = await asyncio.gather(*(self._run(name, [sample]) for sample in samples))
+            return [score for scores in alone for score in scores]
         log.warning(
             event,
             extra={

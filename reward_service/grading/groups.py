@@ -38,6 +38,8 @@ class Grader(Protocol):
         samples: Sequence[Sample | None],
         scorer: str | None = None,
         options: Mapping[str, JSON] = NO_OPTIONS,
+        *,
+        together: bool = False,
     ) -> list[Graded]: ...
 
 
@@ -74,7 +76,7 @@ async def grade_group(
             if shared:
                 first[sample.response] = slot
         slots.append(slot)
-    results = await grader.grade_many(distinct, scorer, options)
+    results = await grader.grade_many(distinct, scorer, options, together=True)
     graded = [results[slot] for slot in slots]
     rewards = _rewards(grader.registry, graded)
     scores = [g.score for g in graded]

@@ -200,6 +200,12 @@ class ScorerBase(abc.ABC):
     then a group's correct answers are one final answer, however written. False where a
     correct verdict is a degree or a behaviour (f1, code, instruction following)."""
 
+    grades_groups_together: ClassVar[bool] = False
+    """Grading one prompt's answers in one worker task costs less than apart: its caches
+    grade each distinct final answer once (math_verify). The group endpoint then sends a
+    group as one task, under one answer's deadline, and grades it apart only if that fails.
+    False for a scorer whose answers each take seconds (programs) or gain nothing."""
+
     deterministic: ClassVar[bool] = True
     """Equal inputs get equal grades, so a group grades each distinct response once;
     False for a scorer that draws (`random`)."""
@@ -271,6 +277,12 @@ class Scorer(ScorerBase):
 
     def open(self) -> None:
         """Start this scorer's resources, in its worker, before the worker takes work."""
+
+    def warm(self) -> None:
+        """Pay the scorer's first-use costs (parser tables, lazy imports, caches of its
+        libraries) in its worker after `open` and before the worker takes its first answer,
+        so that no answer waits for them; leave no trace in the scorer's own caches or
+        counters. The default does nothing."""
 
     def close(self) -> None:
         """Stop what `open` started."""

@@ -278,5 +278,6 @@ def composite_scorer(
             "deadline_s": None if None in deadlines else max(d for d in deadlines if d),
             "correct_is_label": parts[definition.verdict_name].correct_is_label,
             "deterministic": all(part.deterministic for part in parts.values()),
+            "grades_groups_together": all(p.grades_groups_together for p in parts.values()),
         },
     )

@@ -36,7 +36,10 @@ class _InProcess:
         samples: Sequence[Sample | None],
         scorer: str | None = None,
         options: Mapping[str, JSON] = NO_OPTIONS,
+        *,
+        together: bool = False,
     ) -> list[Graded]:
+        assert together, "a group is graded together"
         results = []
         for sample in samples:
             assert sample is not None

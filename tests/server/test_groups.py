@@ -108,3 +108,13 @@ def test_the_group_endpoint_is_in_the_openapi_schema(server: LiveServer) -> None
                 "properties"
             ]
         )
+
+
+def test_a_group_task_that_overruns_is_graded_answer_by_answer(server: LiveServer) -> None:
+    """A group goes to one worker in one task; when one answer stalls it past the deadline,
+    each answer is graded again alone: only the stalled one times out."""
+    body = {"label": None, "responses": ["1.0", "stall", "0.5"]}
+    answer = _post(server, "/score/fake/group?detail=1", body).json()
+    assert answer["rewards"] == [1.0, 0.0, 0.5]
+    assert [d["status"] for d in answer["details"]] == ["ok", "timeout", "ok"]
+    assert answer["loss_multipliers"] == [1.0, 0.0, 1.0]
