@@ -285,6 +285,10 @@ async def scorers(request: Request) -> Response:
     listing: dict[str, JSON] = {
         "default": request.app.state.settings.default_scorer,
         "scorers": engine.registry.names(),
+        "composites": {
+            name: list(definition.components)
+            for name, definition in engine.registry.composites().items()
+        },
     }
     if engine.checks:
         listing["checks"] = {name: check.report() for name, check in engine.checks.items()}

@@ -68,6 +68,13 @@ def test_the_open_r1_composite_returns_each_component(server: LiveServer) -> Non
     assert (detail["format"], detail["scorer"], detail["status"]) == (1.0, "open_r1", "ok")
 
 
+def test_scorers_lists_the_composites_and_their_components(server: LiveServer) -> None:
+    """`GET /scorers` names each composite among the scorers and lists its components."""
+    listing = httpx.get(f"{server.url}/scorers", timeout=10).json()
+    assert "open_r1" in listing["scorers"]
+    assert listing["composites"] == {"open_r1": ["accuracy", "format", "tag_count"]}
+
+
 def test_a_composite_grades_a_group(server: LiveServer) -> None:
     """The group endpoint takes a composite like any scorer; pass@k counts its verdict."""
     body = {"label": "4", "responses": [FORMATTED, "\\boxed{4}", "\\boxed{5}"], "k": 1}
