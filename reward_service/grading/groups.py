@@ -3,10 +3,11 @@ group's facts (`grading.group_facts`).
 
 Answers of a group that are the same text get the same grade, so each distinct response is
 graded once and its grade shared, unless the scorer is not a function of its input
-(`random`). Every graded answer goes through the engine as any answer does (screen, worker,
-deadline, fallback); equivalent answers written differently are graded apart, and a
-scorer's own cache (math_verify's verdicts, keyed by the final answer) settles the later
-ones. A composite that normalises its components (`combine="normalized_sum"`) gets its
+(`random`); the outcome metrics count the gradings made. Every graded answer goes through
+the engine as any answer does (screen, worker, deadline, fallback), the group `together`
+(`ScoringEngine.grade_many`): for a scorer that gains from it, in one worker task, whose
+cache (math_verify's verdicts, keyed by the final answer) grades each distinct final
+answer once. A composite that normalises its components (`combine="normalized_sum"`) gets its
 group here, so its rewards are GDPO's.
 """
 
