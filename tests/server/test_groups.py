@@ -125,3 +125,13 @@ def test_a_group_task_that_overruns_is_graded_answer_by_answer(server: LiveServe
     assert answer["rewards"] == [1.0, 0.0, 0.5]
     assert [d["status"] for d in answer["details"]] == ["ok", "timeout", "ok"]
     assert answer["loss_multipliers"] == [1.0, 0.0, 1.0]
+
+
+def test_a_hostile_answer_in_a_group_is_screened_not_graded(server: LiveServer) -> None:
+    """A tower of powers in a group is settled by the screen (no_answer) and costs the rest
+    of the group nothing: they are graded as usual."""
+    body = {"label": "4", "responses": ["so \\boxed{9^{9^{9^{9^{9}}}}}", "so \\boxed{4}"]}
+    answer = _post(server, "/score/group?detail=1", body).json()
+    assert answer["rewards"] == [0.0, 1.0]
+    assert [d["status"] for d in answer["details"]] == ["no_answer", "ok"]
+    assert answer["group"]["distinct_answers"] == 1
