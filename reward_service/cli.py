@@ -17,10 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Literal, get_args, get_origin
 
-from reward_service.bench.bench_command import register as register_bench
 from reward_service.errors import InvalidSetting
-from reward_service.launcher.slime_command import register as register_slime
-from reward_service.rayserve.ray_command import register as register_ray
 from reward_service.settings import Settings
 from reward_service.subcommands import guarded
 
@@ -88,7 +85,7 @@ async def _score_once(args: argparse.Namespace) -> dict[str, Any]:
     body = {"prompt": args.prompt, "response": response, "label": _parse_label(args.label)}
     sample = sample_from_json(body)
     scorer = sample.scorer or args.scorer or settings.default_scorer
-    engine = ScoringEngine(settings, only={scorer})
+    engine = ScoringEngine(settings, only={scorer}, start_method="fork")
     print(f"reward-service: starting a grading worker for {scorer} ...", file=sys.stderr)
     await engine.start()
     try:
@@ -104,7 +101,10 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; given the command being run and it is `serve` or `score`, the
+    other commands are not registered, and their modules (the launcher's HTTP clients, the
+    bench's workloads: a fifth of a second) are not imported."""
     parser = argparse.ArgumentParser(
         prog="reward-service", description="CPU-only HTTP reward service for RL (SLIME remote_rm)."
     )
@@ -134,9 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--scorer", help="scorer name (default: REWARD_DEFAULT_SCORER)")
     score.set_defaults(run=guarded(_score, "score"))
 
-    register_bench(commands)
-    register_slime(commands)
-    register_ray(commands)
+    if command not in ("serve", "score"):
+        from reward_service.bench.bench_command import register as register_bench
+        from reward_service.launcher.slime_command import register as register_slime
+        from reward_service.rayserve.ray_command import register as register_ray
+
+        register_bench(commands)
+        register_slime(commands)
+        register_ray(commands)
     return parser
 
 
@@ -150,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     other commands restore the default action, which `slime launch` passes
     on to the train command it execs.
     """
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(given[0] if given else None).parse_args(given)
     if args.command not in _RUN_CHILDREN:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:

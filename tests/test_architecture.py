@@ -482,9 +482,9 @@ def _checkout_modules() -> dict[str, Path]:
 
 
 def test_no_import_binds_a_package_module_to_a_library_name() -> None:
-    """A module may be named like a library (`scorers/math.py` is SLIME's `math` port):
+    """A module may be named like a library (`scorers/slime/math.py` is SLIME's `math` port):
     imports are absolute, so `import math` still finds the standard library everywhere.
-    Confusion comes where a name is bound: after `from reward_service.scorers import math`,
+    Confusion comes where a name is bound: after `from reward_service.scorers.slime import math`,
     `math.` in that module is ours where a reader (or a later `import math`) means the
     library's, so such an import says `as slime_math`. Names Python finds first on
     `sys.path` are the other trap: a `json.py` in the checkout or beside a load-test

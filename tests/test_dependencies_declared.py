@@ -35,14 +35,14 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     # the Serve replica (Ray imports it on the cluster); `slime submit` (imports ray when it runs)
     "ray": ("reward_service.rayserve.deployment", "reward_service.launcher.submit"),
     # the `reward_model` scorer, registered only where torch is installed
-    "rm": ("reward_service.scorers.reward_model",),
+    "rm": ("reward_service.scorers.reward_model.scorer",),
     # the ifeval/ifbench checkers (loaded by the first instruction answer); the bench's peer
     "ifeval": (
         "reward_service.scorers.instructions.checkers",
         "reward_service.bench.instruction_workload",
     ),
     # the judge scorers' client (opened only with a judge endpoint set)
-    "judge": ("reward_service.scorers.llm_judge.judge_client",),
+    "judge": ("reward_service.scorers.llm_judge.client",),
 }
 """Modules that run only where an extra is installed, by extra."""
 

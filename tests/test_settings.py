@@ -9,7 +9,7 @@ import pytest
 
 from reward_service.cpus import available_cpus
 from reward_service.errors import InvalidSetting
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.settings import Settings
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from reward_service.contracts.slime import sample_from_json
 from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 
 TESTS_PER_TASK = 10
 GROUP_SIZE = 8

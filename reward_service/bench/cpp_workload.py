@@ -35,7 +35,7 @@ from reward_service.bench.code_workload import (
 )
 from reward_service.sandbox import Execution, Kind, Limits, Outcome, Program
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 
 COMPILE = ("g++", "-O2", "-std=c++17")
 _COMPILE_TIMEOUT_S = 30.0

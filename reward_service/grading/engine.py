@@ -24,9 +24,11 @@ import asyncio
 import functools
 import logging
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from reward_service.errors import (
     DeadlineExceeded,
@@ -50,6 +52,7 @@ from reward_service.scorers.base import (
     ScorerSettings,
     ScoringInput,
     StartupCheck,
+    echo,
 )
 from reward_service.scorers.composite import read_composites
 from reward_service.settings import Settings
@@ -58,7 +61,6 @@ log = logging.getLogger("reward_service.grading.engine")
 
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
-_MAX_NAME_ECHO = 64
 
 
 MAX_GROUP_TASK = 64
@@ -101,9 +103,18 @@ class ScoringEngine:
         on_graded: Callable[[Graded], None] | None = None,
         on_restart: Callable[[str], None] | None = None,
         only: Collection[str] | None = None,
+        start_method: Literal["forkserver", "fork"] = "forkserver",
     ) -> None:
         """`only`: serve just these scorers (and the default one), checking, importing and
-        opening nothing else."""
+        opening nothing else.
+
+        `start_method`: how a worker process starts. `forkserver` (the service): forked
+        from a clean process that preloaded `grading.worker` and the scorers' modules, so a
+        worker holds nothing of the server. `fork` (a one-shot command, `reward-service
+        score`): forked from this process, which has imported the worker's room already,
+        sparing a fresh interpreter and its imports; the start-up checks then run before
+        any worker starts, on this thread, since a forked process must inherit no thread.
+        """
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
         self._on_restart = on_restart or (lambda cause: None)
@@ -116,6 +127,7 @@ class ScoringEngine:
             self.limits, settings.extra_scorers, composites=read_composites(settings.composites)
         )
         self._only = None if only is None else sorted({*only, settings.default_scorer})
+        self._start_method = start_method
         if self._only is not None:
             self.registry = self.registry.only(self._only)
         self._check_composites()
@@ -149,28 +161,15 @@ class ScoringEngine:
         deadlines = resolve_deadlines(self.settings, self.registry)
         self.limits = replace(self.limits, deadlines=deadlines)
         self.registry = self.registry.configured(self.limits, scorer_settings)
-        # The checks (a sandbox probe, toolchains' versions, checker data) take a second or
-        # two of waiting on other processes, as does the pool's start: side by side, in a
-        # thread beside the loop. A required check that fails still stops start-up.
-        checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([worker.__name__, *self.registry.modules()])
-        config = worker.WorkerConfig(
-            limits=self.limits,
-            memory_mb=self.settings.worker_memory_mb,
-            nice=self.settings.worker_nice,
-            extra_scorers=self.settings.extra_scorers,
-            composites=self.registry.composites(),
-            scorer_settings=scorer_settings,
-            only=self._only,
-        )
-        pool = WorkerPool(
-            self.settings.workers,
-            functools.partial(worker.set_up, config=config),
-            max_tasks=self.settings.worker_max_tasks,
-            context=context,
-            on_restart=self._on_restart,
-        )
+        if self._start_method == "fork":
+            self._run_checks(scorer_settings)  # here, before any fork: no thread for it
+            checks = asyncio.ensure_future(asyncio.sleep(0))
+        else:
+            # The checks (a sandbox probe, toolchains' versions, checker data) take a second
+            # or two of waiting on other processes, as does the pool's start: side by side,
+            # in a thread beside the loop. A required check that fails still stops start-up.
+            checks = asyncio.ensure_future(asyncio.to_thread(self._run_checks, scorer_settings))
+        pool = self._new_pool(scorer_settings)
         starting = asyncio.ensure_future(pool.start())
         try:
             await asyncio.wait({checks, starting}, return_when=asyncio.FIRST_EXCEPTION)
@@ -191,6 +190,30 @@ class ScoringEngine:
             self._opened.append(scorer)
             self._bounds[scorer.name] = asyncio.Semaphore(scorer.concurrency)
         log.info("grading pool ready", extra={"workers": self.settings.workers})
+
+    def _new_pool(self, scorer_settings: dict[str, ScorerSettings]) -> WorkerPool:
+        """The worker pool, not yet started, its workers set up as `grading.worker` says."""
+        context = multiprocessing.get_context(self._start_method)
+        if self._start_method == "forkserver":
+            context.set_forkserver_preload([worker.__name__, *self.registry.modules()])
+        elif threading.active_count() > 1:
+            raise RuntimeError("workers cannot fork from a process running other threads")
+        config = worker.WorkerConfig(
+            limits=self.limits,
+            memory_mb=self.settings.worker_memory_mb,
+            nice=self.settings.worker_nice,
+            extra_scorers=self.settings.extra_scorers,
+            composites=self.registry.composites(),
+            scorer_settings=scorer_settings,
+            only=self._only,
+        )
+        return WorkerPool(
+            self.settings.workers,
+            functools.partial(worker.set_up, config=config),
+            max_tasks=self.settings.worker_max_tasks,
+            context=context,
+            on_restart=self._on_restart,
+        )
 
     def _scorer_settings(self) -> dict[str, ScorerSettings]:
         """Each scorer's own settings, read and validated (`InvalidSetting` if refused)."""
@@ -393,8 +416,7 @@ class ScoringEngine:
         """Answers settled without a worker: unknown scorer, oversized, hazardous."""
         if name not in self.registry:
             known = ", ".join(self.registry.names())
-            asked = name[:_MAX_NAME_ECHO] + ("..." if len(name) > _MAX_NAME_ECHO else "")
-            return Score.error(f"unknown scorer {asked!r}; known scorers: {known}")
+            return Score.error(f"unknown scorer {echo(name)}; known scorers: {known}")
         if len(sample.response) > self.settings.max_answer_chars:
             return Score.no_answer(f"response longer than {self.settings.max_answer_chars} chars")
         try:
@@ -431,7 +453,7 @@ class ScoringEngine:
         except PoolClosed:
             raise Overloaded("service is shutting down", retry_after_s=5) from None
         except DeadlineExceeded:
-            failure = Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+            failure = Score.timeout(deadline_s)
             event = "grading deadline passed; worker killed and replaced"
         except WorkerDied as exc:
             failure = Score.error(f"worker died ({exc})")
@@ -478,7 +500,7 @@ class ScoringEngine:
             except Overloaded:  # the scorer asks the client to come back later (503)
                 raise
             except TimeoutError:
-                return Score(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+                return Score.timeout(deadline_s)
             except Exception as exc:  # a scorer bug costs its answer, never the service
                 log.warning(
                     "async scorer raised", extra={"scorer": name, "error": type(exc).__name__}
@@ -495,7 +517,7 @@ class ScoringEngine:
         """An async scorer's request for CPU-bound scorer `name`'s grade of `item`
         (`AsyncScorer.grade_in_worker`): screened and run in the pool as any answer."""
         if name not in self.registry or issubclass(self.registry.scorer_class(name), AsyncScorer):
-            return Score.error(f"{name[:_MAX_NAME_ECHO]!r} is not a CPU-bound scorer")
+            return Score.error(f"{echo(name)} is not a CPU-bound scorer")
         prompt, response, label, options = item
         sample = Sample(response, label, prompt=prompt, scorer=name, options=options)
         settled = self._precheck(sample, name)

@@ -168,6 +168,7 @@ class WorkerPool:
         self._max_tasks = max_tasks
         # Any: multiprocessing's contexts share no typed base that has `Process`.
         self._context: Any = context or multiprocessing.get_context("forkserver")
+        self._forks = self._context.get_start_method() == "fork"
         self._on_restart = on_restart or (lambda cause: None)
         self._workers: list[_Worker] = []
         self._queue: collections.deque[_Task] = collections.deque()
@@ -213,9 +214,12 @@ class WorkerPool:
         assert self._loop is not None
         task_reader, task_writer = self._context.Pipe(duplex=False)
         result_reader, result_writer = self._context.Pipe(duplex=False)
+        # A forked worker holds copies of the server's ends of its pipes; it closes them
+        # first, so that it reads EOF should the server die (a forkserver's hold none).
+        inherited = (task_writer, result_reader) if self._forks else ()
         process = self._context.Process(
             target=serve,
-            args=(task_reader, result_writer, self._initializer),
+            args=(task_reader, result_writer, self._initializer, inherited),
             name="reward-service-worker",
             daemon=True,
         )
@@ -262,6 +266,7 @@ class WorkerPool:
             affinity=slot,
             context=context or {},
         )
+        task.future.add_done_callback(functools.partial(self._on_settled, task))
         self._queue.append(task)
         self._dispatch()
         return task.future
@@ -341,6 +346,23 @@ class WorkerPool:
         self._requeue_waiting(worker)
         self._kill(worker)
 
+    def _on_settled(self, task: _Task, future: asyncio.Future[Any]) -> None:
+        """A task's future is done. Cancelled (its client hung up) while a worker runs it: the
+        worker is killed and replaced, so no one's abandoned work holds it. Queued, the task
+        is dropped when its turn comes; sent behind another, it runs (its result unread)."""
+        if not future.cancelled():
+            return
+        for worker in self._workers:
+            if worker.tasks and worker.tasks[0] is task:
+                worker.tasks.popleft()
+                if worker.timer is not None:
+                    worker.timer.cancel()
+                    worker.timer = None
+                worker.exit_cause = "abandoned"
+                self._requeue_waiting(worker)
+                self._kill(worker)
+                return
+
     def _requeue_waiting(self, worker: _Worker) -> None:
         """Tasks sent to a worker that will never start them go back to the queue's front."""
         while worker.tasks:
@@ -359,17 +381,20 @@ class WorkerPool:
         worker.send(None)
 
     def _on_sentinel(self, worker: _Worker) -> None:
-        """The forkserver reported the worker's exit, or died itself (the worker may live on)."""
+        """The forkserver reported the worker's exit, or died itself (the worker may live on);
+        a forked worker's own sentinel: it is exiting, and its pidfd says when it is done."""
         assert self._loop is not None
         if worker.pidfd is None or _has_exited(worker.pidfd):
             self._on_exit(worker)
             return
         self._loop.remove_reader(worker.process.sentinel)
-        worker.orphaned = True
         self._loop.add_reader(worker.pidfd, self._on_exit, worker)
-        log.warning(
-            "forkserver died; its grading worker keeps serving", extra={"pid": worker.process.pid}
-        )
+        if not self._forks:
+            worker.orphaned = True
+            log.warning(
+                "forkserver died; its grading worker keeps serving",
+                extra={"pid": worker.process.pid},
+            )
 
     def _on_exit(self, worker: _Worker) -> None:
         assert self._loop is not None

@@ -54,9 +54,18 @@ _registry: ScorerRegistry | None = None
 """This worker's scorers, built by `set_up`."""
 
 
-def serve(tasks: Connection, results: Connection, initializer: Callable[[], None]) -> None:
+def serve(
+    tasks: Connection,
+    results: Connection,
+    initializer: Callable[[], None],
+    inherited: Sequence[Connection] = (),
+) -> None:
     """The loop each worker runs: set up, say `READY`, then receive a task, run it, send
-    `(True, result)` or `(False, "<Error>: <message>")`, until the pool sends None."""
+    `(True, result)` or `(False, "<Error>: <message>")`, until the pool sends None or its
+    end of `tasks` closes. `inherited`: the pool's own ends, which a forked worker holds
+    and closes at once."""
+    for connection in inherited:
+        connection.close()
     # Not dumpable, as the server: no process of its uid (a model-written program where
     # nothing confines reads) opens its /proc/<pid>/fd (the next task, expected outputs
     # included) or reads its memory or environ.

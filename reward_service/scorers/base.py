@@ -88,6 +88,15 @@ class Score:
         """The sample cannot be graded (bad label, scorer failure)."""
         return cls(reward, Status.ERROR, {"reason": reason, **details})
 
+    @classmethod
+    def timeout(cls, deadline_s: float) -> Score:
+        """The grading outlived its hard deadline of `deadline_s` seconds."""
+        return cls(0.0, Status.TIMEOUT, {"reason": f"deadline {deadline_s} s"})
+
+
+NOT_TEXT = Score.error("response is not a string")
+"""What `Scorer.score_many` gives a response that is not a string (never one from the engine)."""
+
 
 @dataclass(frozen=True)
 class GradingLimits:
@@ -242,13 +251,13 @@ class ScorerBase(abc.ABC):
         """
         if name not in cls.options:
             valid = ", ".join(sorted(cls.options)) or "none"
-            return f"scorer {cls.name!r} has no option {_echo(name)}; its options: {valid}"
+            return f"scorer {cls.name!r} has no option {echo(name)}; its options: {valid}"
         accepted = cls.options[name]
         if accepted is None or (isinstance(value, str) and value in accepted):
             return None
         return (
             f"option {name!r} of scorer {cls.name!r} takes one of {', '.join(sorted(accepted))}, "
-            f"not {_echo(value)}"
+            f"not {echo(value)}"
         )
 
     @classmethod
@@ -292,8 +301,12 @@ class Scorer(ScorerBase):
         """Grade `response` against `label`; never raise for bad input."""
 
     def score_many(self, items: Sequence[ScoringInput]) -> list[Score]:
-        """Grade several answers; override when batching pays (a model)."""
-        return [self.score(*item) for item in items]
+        """Grade several answers; override when batching pays (a model).
+
+        The engine only ever sends string responses (`Sample.response`), so `score` needs
+        no check of its own; this one guard is for a caller outside the engine.
+        """
+        return [self.score(*item) if isinstance(item[1], str) else NOT_TEXT for item in items]
 
 
 class AsyncScorer(ScorerBase):
@@ -336,7 +349,8 @@ class AsyncScorer(ScorerBase):
         """Grade `response` against `label`; never raise for bad input."""
 
 
-def _echo(value: JSON) -> str:
-    """A client's value quoted for an error message, cut to `_MAX_ECHO` characters."""
+def echo(value: JSON) -> str:
+    """A client's value quoted for an error message, cut to `_MAX_ECHO` characters: the one
+    way every scorer (and the engine) repeats what it was sent, so no message grows with it."""
     text = repr(value)
     return text if len(text) <= _MAX_ECHO else text[:_MAX_ECHO] + "..."

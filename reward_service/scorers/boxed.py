@@ -33,8 +33,8 @@ from reward_service.scorers.base import (
     ScorerSettings,
     ScoringInput,
 )
-from reward_service.scorers.math_dataset import closing_brace
 from reward_service.scorers.reasoning import KEEP, Unanswered, final_answer
+from reward_service.scorers.slime.math_dataset import closing_brace
 
 BOXED_PREFIX = "boxed_"
 _BOX = "\\boxed"
@@ -84,8 +84,6 @@ class BoxedScorer(Scorer):
         )
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         return self.scorer.score(
             prompt, boxed_content(response, options), label, _inner(options, self.inner)
         )
@@ -124,8 +122,6 @@ class BoxedAsyncScorer(AsyncScorer):
     async def score(
         self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]
     ) -> Score:
-        if not isinstance(response, str):
-            return Score.error("response is not a string")
         return await self.scorer.score(
             prompt, boxed_content(response, options), label, _inner(options, self.inner)
         )

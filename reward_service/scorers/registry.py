@@ -40,20 +40,20 @@ _KINDS = (ScorerBase, Scorer, AsyncScorer)
 
 BUILTINS: dict[str, str] = {
     "math_verify": "reward_service.scorers.math_verify.scorer:MathVerifyScorer",
-    "exact": "reward_service.scorers.exact:ExactScorer",
-    "math": "reward_service.scorers.math:MathScorer",
-    "deepscaler": "reward_service.scorers.deepscaler:DeepScalerScorer",
-    "dapo": "reward_service.scorers.dapo:DapoScorer",
-    "f1": "reward_service.scorers.f1:F1Scorer",
-    "choice": "reward_service.scorers.choice:ChoiceScorer",
-    "gpqa": "reward_service.scorers.gpqa:GpqaScorer",
-    "random": "reward_service.scorers.random_reward:RandomScorer",
-    "code": "reward_service.scorers.code.judge:CodeScorer",
-    "ifeval": "reward_service.scorers.instructions.instruction_scorers:IfEvalScorer",
-    "ifbench": "reward_service.scorers.instructions.instruction_scorers:IfBenchScorer",
-    "run_code": "reward_service.scorers.run_code:RunCodeScorer",
-    "judge": "reward_service.scorers.llm_judge.judge_scorers:JudgeScorer",
-    "math_judge": "reward_service.scorers.llm_judge.judge_scorers:MathJudgeScorer",
+    "exact": "reward_service.scorers.answers.exact:ExactScorer",
+    "math": "reward_service.scorers.slime.math:MathScorer",
+    "deepscaler": "reward_service.scorers.slime.deepscaler:DeepScalerScorer",
+    "dapo": "reward_service.scorers.slime.dapo:DapoScorer",
+    "f1": "reward_service.scorers.slime.f1:F1Scorer",
+    "choice": "reward_service.scorers.answers.choice:ChoiceScorer",
+    "gpqa": "reward_service.scorers.slime.gpqa:GpqaScorer",
+    "random": "reward_service.scorers.slime.random_reward:RandomScorer",
+    "code": "reward_service.scorers.code.scorer:CodeScorer",
+    "ifeval": "reward_service.scorers.instructions.scorers:IfEvalScorer",
+    "ifbench": "reward_service.scorers.instructions.scorers:IfBenchScorer",
+    "run_code": "reward_service.scorers.code.run_code:RunCodeScorer",
+    "judge": "reward_service.scorers.llm_judge.scorers:JudgeScorer",
+    "math_judge": "reward_service.scorers.llm_judge.scorers:MathJudgeScorer",
 }
 """Built-in scorers by name, as `module:Class` so nothing heavy loads early."""
 
@@ -64,7 +64,7 @@ def _extra_installed(*modules: str) -> bool:
 
 
 if _extra_installed("torch", "transformers"):  # the `rm` extra
-    BUILTINS["reward_model"] = "reward_service.scorers.reward_model:RewardModelScorer"
+    BUILTINS["reward_model"] = "reward_service.scorers.reward_model.scorer:RewardModelScorer"
 
 
 def _load_class(target: str) -> type[ScorerBase]:

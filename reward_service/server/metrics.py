@@ -8,7 +8,7 @@ templates or `unmatched`, scorers registered names or `unknown` (the
 engine sees to it), and the `path` and `cache` facts scorers report are
 kept only when they are among the values below, else counted as `other`.
 A judge scorer's `judge` facts (calls, seconds, tokens, failure kind, circuit
-state: `scorers/llm_judge/judge_client.py`) are read the same way.
+state: `scorers/llm_judge/client.py`) are read the same way.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 
 from reward_service.bench.code_workload import KIND_WEIGHTS, KINDS, code_workload, kind_counts
 from reward_service.contracts.slime import sample_from_json
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 
 
 def test_workload_mixes_every_kind_and_style() -> None:

@@ -11,8 +11,8 @@ from reward_service.bench.cpp_workload import NaiveCompiler, cpp_workload
 from reward_service.contracts.slime import sample_from_json
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH, CodeSettings
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
+from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH, CodeSettings
 
 CPP = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
 

@@ -8,7 +8,7 @@ from reward_service.bench.instruction_workload import (
     instruction_workload,
     warm_plain,
 )
-from reward_service.scorers.instructions.instruction_scorers import IfEvalScorer
+from reward_service.scorers.instructions.scorers import IfEvalScorer
 
 
 def test_groups_share_a_label_and_mix_rewards() -> None:

@@ -8,8 +8,8 @@ from reward_service.bench.chat_stand_in import chat_stand_in
 from reward_service.bench.judge_bench import GROUP, _answers
 from reward_service.cli import build_parser
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.scorers import JudgeScorer
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 
 
 def test_judge_workload_and_its_endpoint_options_parse() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.settings import Settings
 
 from .rendering import (

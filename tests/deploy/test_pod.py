@@ -8,7 +8,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.settings import Settings
 
 from .rendering import Manifest, Rendered, render_with_components

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.settings import Settings
 
 from .rendering import (

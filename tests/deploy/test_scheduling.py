@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.settings import Settings
 
 from .rendering import Manifest, Rendered

@@ -10,13 +10,13 @@ import pytest
 from reward_service.errors import InvalidSetting
 from reward_service.grading.deadlines import resolve_deadlines
 from reward_service.scorers import GradingLimits, ScorerRegistry
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.answers.exact import ExactScorer
+from reward_service.scorers.code.run_code import RunCodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.composite import OPEN_R1, CompositeDefinition
-from reward_service.scorers.exact import ExactScorer
-from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.scorers import JudgeScorer
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.scorers.registry import BUILTINS
-from reward_service.scorers.run_code import RunCodeScorer
 from reward_service.settings import Settings
 
 NAMED = {"code": 45, "boxed_f1": 7, "math_verify": 5, "judge": 90, "boxed_math_judge": 100}

@@ -19,9 +19,9 @@ from reward_service.grading.sample import Sample
 from reward_service.sandbox import Sandbox
 from reward_service.sandbox.zygote_client import ZYGOTE
 from reward_service.scorers import GradingLimits, Scorer, ScorerRegistry, Status
+from reward_service.scorers.answers.exact import ExactScorer
 from reward_service.scorers.base import StartupCheck
-from reward_service.scorers.code.judge import CodeScorer
-from reward_service.scorers.exact import ExactScorer
+from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.settings import Settings
 from reward_service.testing import _children, live_server
 from tests.conftest import FAKE_SCORER
@@ -215,7 +215,7 @@ def test_a_sandbox_that_cannot_start_leaves_the_other_scorers_serving(
     """With no layer required, a broken sandbox is a failed optional check, logged; required,
     it stops start-up."""
 
-    def broken(*args: object) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
         raise SandboxUnavailable("zygote did not start")
 
     monkeypatch.setattr("reward_service.sandbox.zygote_client.ZygoteSandbox", broken)

@@ -212,6 +212,9 @@ class _FlakyContext:
         self._starts = 0
         self._failing_start = failing_start
 
+    def get_start_method(self) -> str:
+        return self._context.get_start_method()
+
     def Pipe(self, duplex: bool) -> tuple[Connection, Connection]:
         return self._context.Pipe(duplex=duplex)
 

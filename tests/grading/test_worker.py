@@ -67,7 +67,7 @@ def test_a_grading_worker_has_the_worker_room_loaded_and_not_the_engine() -> Non
             probe = "[m in __import__('sys').modules for m in {modules!r}]"
             modules = [
                 "reward_service.grading.worker",
-                "reward_service.scorers.exact",
+                "reward_service.scorers.answers.exact",
                 "reward_service.grading.engine",
                 "reward_service.grading.pool",
             ]

@@ -25,7 +25,7 @@ import requests
 import sandbox_fusion as sf
 
 from reward_service.sandbox.toolchains import Found, discover
-from reward_service.scorers.code.code_settings import CodeSettings
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.testing import LiveServer, live_server
 
 TOKEN = "run-code-test-token"

@@ -14,7 +14,7 @@ from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Program
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.sandbox.zygote_client import ZygoteSandbox, exec_gap
-from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
+from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
 CPP = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
 pytestmark = pytest.mark.needs_tool("" if isinstance(CPP, Found) else f"cpp: {CPP}")

@@ -136,7 +136,7 @@ def test_a_sandboxed_run_signals_nothing_outside(attacks: list[Attack]) -> None:
 
 def _no_gxx() -> str:
     from reward_service.sandbox.toolchains import discover
-    from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
+    from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
     found = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
     return f"cpp: {found}" if isinstance(found, str) else ""

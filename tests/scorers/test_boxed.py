@@ -209,7 +209,7 @@ def test_no_double_prefix() -> None:
 
 def test_extra_scorers_get_a_boxed_form() -> None:
     """A scorer added by target (plugin or setting) is served boxed too."""
-    registry = ScorerRegistry({"words": "reward_service.scorers.f1:F1Scorer"})
+    registry = ScorerRegistry({"words": "reward_service.scorers.slime.f1:F1Scorer"})
     assert registry.names() == ["boxed_words", "words"]
     assert registry.get("boxed_words").score(None, "\\boxed{a b}", "a b", {}).reward == 1.0
 
@@ -218,8 +218,8 @@ def test_a_target_named_boxed_wins() -> None:
     """A scorer registered as `boxed_<x>` is served as itself, not as the wrapper."""
     registry = ScorerRegistry(
         {
-            "x": "reward_service.scorers.exact:ExactScorer",
-            "boxed_x": "reward_service.scorers.f1:F1Scorer",
+            "x": "reward_service.scorers.answers.exact:ExactScorer",
+            "boxed_x": "reward_service.scorers.slime.f1:F1Scorer",
         }
     )
     assert registry.names() == ["boxed_x", "x"]

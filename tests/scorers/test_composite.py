@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from reward_service.errors import ScorerLoadError
+from reward_service.scorers.answers.exact import ExactScorer
 from reward_service.scorers.base import JSON, Score, Scorer, Status
 from reward_service.scorers.composite import (
     OPEN_R1,
@@ -16,7 +17,6 @@ from reward_service.scorers.composite import (
     composite_scorer,
     normalized_rewards,
 )
-from reward_service.scorers.exact import ExactScorer
 from reward_service.scorers.math_verify.scorer import MathVerifyScorer
 from reward_service.scorers.registry import ScorerRegistry
 

@@ -8,7 +8,7 @@ import pytest
 
 from reward_service.errors import UnknownScorer
 from reward_service.scorers import registry as registry_module
-from reward_service.scorers.exact import ExactScorer
+from reward_service.scorers.answers.exact import ExactScorer
 from reward_service.scorers.registry import ScorerRegistry
 
 
@@ -22,16 +22,16 @@ def test_scorer_class_imports_once_per_name(monkeypatch: pytest.MonkeyPatch) -> 
         return real_import(name)
 
     monkeypatch.setattr(registry_module.importlib, "import_module", counting_import)
-    registry = ScorerRegistry({"exact": "reward_service.scorers.exact:ExactScorer"})
+    registry = ScorerRegistry({"exact": "reward_service.scorers.answers.exact:ExactScorer"})
     classes = {registry.scorer_class(name) for name in ["exact", "boxed_exact"] * 50}
-    assert imported == ["reward_service.scorers.exact"]
+    assert imported == ["reward_service.scorers.answers.exact"]
     assert registry.scorer_class("exact") is ExactScorer
     assert len(classes) == 2
 
 
 def test_scorer_class_of_an_unknown_name_still_raises_after_known_lookups() -> None:
     """Remembering classes keeps the 404 path: an unknown name raises, listing the known ones."""
-    registry = ScorerRegistry({"exact": "reward_service.scorers.exact:ExactScorer"})
+    registry = ScorerRegistry({"exact": "reward_service.scorers.answers.exact:ExactScorer"})
     registry.scorer_class("exact")
     with pytest.raises(UnknownScorer, match="exact"):
         registry.scorer_class("nope")

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from reward_service.scorers.base import JSON
+from reward_service.scorers.base import JSON, echo
 
 Style = Literal["stdin", "call", "assert"]
 
@@ -113,7 +113,7 @@ def _fn_name(spec: Mapping[str, JSON]) -> str:
     if name is None:
         return ""
     if not isinstance(name, str) or not name.isidentifier():
-        raise LabelError(f"function name {str(name)[:64]!r} is not an identifier")
+        raise LabelError(f"function name {echo(name)} is not an identifier")
     return name
 
 

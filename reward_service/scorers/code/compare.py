@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 
-from reward_service.scorers.base import JSON
+from reward_service.scorers.base import JSON, echo
 
 
 class ToleranceError(ValueError):
@@ -38,7 +38,7 @@ def parse_tolerance(value: JSON) -> float | None:
     try:
         tolerance = float(value)
     except (TypeError, ValueError):
-        raise ToleranceError(f"float_tolerance {str(value)[:64]!r} is not a number") from None
+        raise ToleranceError(f"float_tolerance {echo(value)} is not a number") from None
     if not (math.isfinite(tolerance) and 0 <= tolerance < 1):
         raise ToleranceError(f"float_tolerance {tolerance!r} is not in [0, 1)")
     return tolerance or None

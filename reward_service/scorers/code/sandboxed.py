@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from reward_service.sandbox import Sandbox
 from reward_service.scorers.base import GradingLimits, Scorer, ScorerSettings
-from reward_service.scorers.code.code_settings import CodeSettings, sandbox_for
+from reward_service.scorers.code.settings import CodeSettings, sandbox_for
 
 SandboxFactory = Callable[[CodeSettings], Sandbox]
 """Builds the sandbox a scorer runs programs in (tests inject their own)."""

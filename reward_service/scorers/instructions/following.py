@@ -18,7 +18,7 @@ from typing import Any
 
 from reward_service.errors import RewardServiceError
 from reward_service.scorers.instructions.checkers import Checkers
-from reward_service.scorers.instructions.instruction_inputs import Instructions
+from reward_service.scorers.instructions.inputs import Instructions
 
 
 @dataclass(frozen=True)

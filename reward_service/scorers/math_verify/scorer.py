@@ -76,7 +76,15 @@ from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from reward_service.scorers.base import JSON, NO_OPTIONS, GradingLimits, Score, Scorer, Status
+from reward_service.scorers.base import (
+    JSON,
+    NO_OPTIONS,
+    GradingLimits,
+    Score,
+    Scorer,
+    Status,
+    echo,
+)
 from reward_service.scorers.labels import boxed, gold_texts
 from reward_service.scorers.math_verify import inline
 from reward_service.scorers.math_verify.hazards import answer_region, find_hazard
@@ -181,7 +189,7 @@ def extraction_mode(options: Mapping[str, JSON]) -> str | None:
 
 
 def _invalid_mode(options: Mapping[str, JSON]) -> Score:
-    asked = repr(options.get("extraction"))[:64]
+    asked = echo(options.get("extraction"))
     valid = ", ".join(sorted(EXTRACTION_MODES))
     return Score.error(f"option 'extraction' takes one of {valid}, not {asked}")
 

@@ -374,7 +374,7 @@ def main() -> int:
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
     from reward_service.sandbox.zygote_client import ZygoteSandbox
-    from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
+    from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
     sandbox = ZygoteSandbox(SCRATCH_MB, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["cpp"])
     harness = Harness(sandbox, args.results)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 
 LIMITS = GradingLimits(deadlines={"code": 21.0})
 

@@ -29,8 +29,8 @@ GRADING = """\
 import json
 from reward_service.sandbox.toolchains import discover
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.code.code_settings import CodeSettings
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.settings import CodeSettings
+from reward_service.scorers.code.scorer import CodeScorer
 from tests.scorers.code.test_languages import BROKEN, PROGRAMS, SUMS, _fenced
 settings = CodeSettings(toolchain_path="/usr/bin:/bin", languages={"rust"}, pch_dir="")
 scorer = CodeScorer(GradingLimits(deadlines={"code": 40.0}), settings)

@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 
 Graded = dict[str, tuple[tuple[float, str], tuple[float, str]]]
 """Problem -> (canonical, broken) -> (reward, how its asserts were judged)."""

@@ -18,8 +18,8 @@ import pytest
 
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Status
-from reward_service.scorers.code.code_settings import CodeSettings, check_sandbox
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
+from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 
 SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
@@ -171,8 +171,8 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
 POD_GRADING = """\
 import json
 from reward_service.scorers.base import GradingLimits
-from reward_service.scorers.code.code_settings import CodeSettings
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.settings import CodeSettings
+from reward_service.scorers.code.scorer import CodeScorer
 from tests.scorers.code.test_languages import FOUND, PROGRAMS, SUMS, _fenced
 scorer = CodeScorer(GradingLimits(deadlines={"code": 40.0}), CodeSettings(pch_dir=""))
 graded = {"layers": list(scorer.sandbox.layers)}

@@ -8,10 +8,10 @@ import pytest
 
 from reward_service.sandbox import Kind, Outcome, Program
 from reward_service.scorers.base import GradingLimits, Status
-from reward_service.scorers.code.code_settings import CodeSettings
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.run_code import RunCodeScorer
 from reward_service.scorers.code.sandboxed import SandboxedScorer
-from reward_service.scorers.run_code import RunCodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
+from reward_service.scorers.code.settings import CodeSettings
 from reward_service.testing import RecordingSandbox
 
 SCORERS = [CodeScorer, RunCodeScorer]

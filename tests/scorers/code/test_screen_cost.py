@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from reward_service.scorers.code.judge import CodeScorer
+from reward_service.scorers.code.scorer import CodeScorer
 from tests.scorers.math_verify.test_screen_cost import GROWTH, _assert_linear, _units
 
 TEXTS: dict[str, Callable[[int], str]] = {

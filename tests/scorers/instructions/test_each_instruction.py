@@ -14,7 +14,7 @@ import pytest
 from reward_service.scorers.base import JSON
 from reward_service.scorers.instructions import checkers
 from reward_service.scorers.instructions.following import CannotCheck, follow
-from reward_service.scorers.instructions.instruction_inputs import Instructions
+from reward_service.scorers.instructions.inputs import Instructions
 
 CAPITALS = [
     *("Reykjavik", "Helsinki", "Oslo", "Tallinn", "Stockholm", "Riga", "Moscow", "Copenhagen"),

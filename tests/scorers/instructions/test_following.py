@@ -6,7 +6,7 @@ import pytest
 
 from reward_service.scorers.instructions.checkers import Checkers
 from reward_service.scorers.instructions.following import Followed, follow
-from reward_service.scorers.instructions.instruction_inputs import Instructions
+from reward_service.scorers.instructions.inputs import Instructions
 
 RESPONSE = "Sure!\nthe answer\n*bye*"
 MADE: list[_Counting] = []

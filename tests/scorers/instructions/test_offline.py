@@ -29,7 +29,7 @@ _GUARDED = textwrap.dedent(
     subprocess.Popen.__init__ = refuse("subprocess")
 
     from reward_service.scorers.instructions import checkers
-    from reward_service.scorers.instructions.instruction_scorers import IfBenchScorer, IfEvalScorer
+    from reward_service.scorers.instructions.scorers import IfBenchScorer, IfEvalScorer
 
     scorers = {"ifeval": IfEvalScorer(), "ifbench": IfBenchScorer()}
     statuses = {}

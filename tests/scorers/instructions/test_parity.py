@@ -23,7 +23,7 @@ import pytest
 
 from reward_service.scorers.instructions import checkers
 from reward_service.scorers.instructions.following import CannotCheck, follow
-from reward_service.scorers.instructions.instruction_inputs import read_instructions
+from reward_service.scorers.instructions.inputs import read_instructions
 
 
 def _lines(name: str) -> list[dict[str, Any]]:

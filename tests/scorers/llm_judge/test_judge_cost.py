@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from reward_service.scorers.llm_judge.judge_answer import shown_answer
-from reward_service.scorers.llm_judge.judge_prompt import read_verdict
+from reward_service.scorers.llm_judge.answer import shown_answer
+from reward_service.scorers.llm_judge.prompt import read_verdict
 from tests.scorers.math_verify.test_screen_cost import GROWTH, _assert_linear, _units
 
 NONCE = "3f9a0c1d2b4e"

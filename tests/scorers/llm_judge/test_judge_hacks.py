@@ -19,8 +19,8 @@ import pytest
 from reward_service.bench.chat_stand_in import ChatStandIn, GullibleJudge
 from reward_service.scorers.base import JSON, NO_OPTIONS, AsyncScorer, GradingLimits, Score, Status
 from reward_service.scorers.boxed import BoxedAsyncScorer, boxed_scorer
-from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer, MathJudgeScorer
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.scorers import JudgeScorer, MathJudgeScorer
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.scorers.math_verify.scorer import MathVerifyScorer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

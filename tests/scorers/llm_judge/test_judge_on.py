@@ -21,8 +21,8 @@ from reward_service.bench.chat_stand_in import (
     verdict_form,
 )
 from reward_service.scorers.base import GradingLimits, Status
-from reward_service.scorers.llm_judge.judge_scorers import MathJudgeScorer
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.scorers import MathJudgeScorer
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from tests.scorers.llm_judge.test_judge_hacks import RuleInProcess
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from reward_service.rayserve.spec import spec_from_args, spec_options
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.settings import Settings
 
 SECRET = "sk-ray-never-printed-1234"

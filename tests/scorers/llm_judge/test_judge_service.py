@@ -22,7 +22,7 @@ from reward_service.bench.chat_stand_in import (
 )
 from reward_service.grading.engine import Graded
 from reward_service.scorers.base import Score, Status
-from reward_service.scorers.llm_judge.judge_client import FAILURES
+from reward_service.scorers.llm_judge.client import FAILURES
 from reward_service.server import metrics
 from reward_service.settings import Settings
 from reward_service.testing import LiveServer, live_server

@@ -11,8 +11,8 @@ from reward_service.bench.chat_stand_in import ChatStandIn, verdicts
 from reward_service.errors import InvalidSetting
 from reward_service.grading.engine import ScoringEngine
 from reward_service.scorers.base import GradingLimits, Score, ScoringInput, Status
-from reward_service.scorers.llm_judge.judge_scorers import JudgeScorer, MathJudgeScorer
-from reward_service.scorers.llm_judge.judge_settings import JudgeSettings
+from reward_service.scorers.llm_judge.scorers import JudgeScorer, MathJudgeScorer
+from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.settings import Settings
 
 RULE_SCORES = {

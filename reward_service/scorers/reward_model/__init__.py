@@ -1,0 +1,2 @@
+"""The `reward_model` scorer (`scorer`): a sequence-classification model on CPU, registered
+only where the `rm` extra (torch, transformers) is installed."""

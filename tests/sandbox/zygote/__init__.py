@@ -1,0 +1,2 @@
+"""The zygote sandbox with benign programs, a file per unit: runs, limits, isolation, its
+life, its layers."""

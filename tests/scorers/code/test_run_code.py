@@ -1,0 +1,234 @@
+"""The `run_code` scorer over the service's own sandbox: how each run ended, files in and out."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from reward_service.errors import SandboxUnavailable
+from reward_service.sandbox.toolchains import Found, discover
+from reward_service.scorers.base import GradingLimits, Score, Status
+from reward_service.scorers.code.run_code import RunCodeScorer
+from reward_service.scorers.code.run_request import FileCaps
+from reward_service.scorers.code.settings import CodeSettings
+
+SETTINGS = CodeSettings(output_bytes=4096)
+CAPS = FileCaps(bytes=1024)
+FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript"])
+CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
+SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
+
+
+@pytest.fixture(scope="module")
+def scorer() -> Iterator[RunCodeScorer]:
+    """One scorer for the module, its sandbox closed at the end."""
+    built = RunCodeScorer(GradingLimits(), SETTINGS, caps=CAPS)
+    yield built
+    built.close()
+
+
+def _score(scorer: RunCodeScorer, code: str, **label: Any) -> Score:
+    return scorer.score(None, code, {"language": "python", **label}, {})
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.mark.parametrize(
+    ("code", "label", "kind", "exit_code", "stdout"),
+    [
+        ("print(input() * 2)", {"stdin": "ab\n"}, "ok", 0, "abab\n"),
+        ("print('x', end='')\nraise ValueError('no')", {}, "runtime_error", 1, "x"),
+        ("import sys\nsys.exit(3)", {}, "runtime_error", 3, ""),
+        ("print(1 +)", {}, "runtime_error", 1, ""),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", {}, "runtime_error", None, ""),
+        ("import time\ntime.sleep(5)", {"run_timeout": 0.5}, "time_limit", None, ""),
+        ("x = bytearray(1 << 30)", {"memory_limit_MB": 128}, "memory_limit", 1, ""),
+    ],
+)
+def test_each_run_reports_how_it_ended(
+    scorer: RunCodeScorer,
+    code: str,
+    label: dict[str, Any],
+    kind: str,
+    exit_code: int | None,
+    stdout: str,
+) -> None:
+    """A clean exit is `ok` (1.0); any other end is `wrong` (0.0) with its kind and exit code."""
+    score = _score(scorer, code, **label)
+    run = score.details["run"]
+    assert (run["kind"], run["exit_code"], run["stdout"]) == (kind, exit_code, stdout)
+    assert (score.reward, score.status) == (
+        (1.0, Status.OK) if kind == "ok" else (0.0, Status.WRONG)
+    )
+    assert score.details["compile"] is None
+    assert "process" in score.details["sandbox"]
+
+
+def test_output_past_the_cap_is_an_output_limit(scorer: RunCodeScorer) -> None:
+    """Stdout past `output_bytes` ends the run `output_limit`, the output kept up to the cap."""
+    run = _score(scorer, "print('y' * 5000)").details["run"]
+    assert (run["kind"], run["stdout"]) == ("output_limit", "y" * 4096)
+
+
+def test_a_traceback_is_in_stderr(scorer: RunCodeScorer) -> None:
+    """A raising program's stderr ends with its exception, as `python` prints it."""
+    stderr = _score(scorer, "raise ValueError('no')").details["run"]["stderr"]
+    assert stderr.startswith("Traceback") and stderr.endswith("ValueError: no\n")
+
+
+def test_files_are_written_before_and_fetched_after(scorer: RunCodeScorer) -> None:
+    """`files` are in place at the start; `fetch_files` come back, missing ones left out."""
+    code = (
+        "from __future__ import annotations\n"
+        "print(open('data/in.txt').read().upper(), end='')\n"
+        "open('out.txt', 'w').write('done')\n"
+    )
+    score = _score(
+        scorer, code, files={"data/in.txt": _b64(b"hello")}, fetch_files=["out.txt", "gone.txt"]
+    )
+    assert score.details["run"]["stdout"] == "HELLO"
+    assert score.details["files"] == {"out.txt": _b64(b"done")}
+    assert score.status is Status.OK
+
+
+def test_files_keep_the_programs_exit_and_namespace(scorer: RunCodeScorer) -> None:
+    """With files, the program still runs as `__main__`, sees no driver names, keeps its status."""
+    code = (
+        "print(__name__, sorted(k for k in globals() if k.startswith('_run')))\nraise SystemExit(4)"
+    )
+    score = _score(scorer, code, fetch_files=["x"])
+    assert score.details["run"]["stdout"] == "__main__ []\n"
+    assert score.details["run"]["exit_code"] == 4
+
+
+def test_files_are_fetched_from_the_run_directory_wherever_the_program_went(
+    scorer: RunCodeScorer,
+) -> None:
+    """A program that changes directory still has its files fetched from where it started."""
+    code = "import os\nopen('out.txt', 'w').write('x')\nos.mkdir('sub')\nos.chdir('sub')"
+    assert _score(scorer, code, fetch_files=["out.txt"]).details["files"] == {"out.txt": "eA=="}
+
+
+def test_fetched_files_share_the_files_cap(scorer: RunCodeScorer) -> None:
+    """Files fetched past the cap on their bytes in all are left out, the first that fit kept."""
+    code = "open('a', 'wb').write(b'a' * 1000)\nopen('b', 'wb').write(b'b' * 1000)"
+    assert list(_score(scorer, code, fetch_files=["a", "b"]).details["files"]) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "ending",
+    ["import os\nos._exit(3)", "import os\nos.kill(os.getpid(), 9)", "while True: pass"],
+    ids=["os._exit", "killed", "time_limit"],
+)
+def test_files_are_fetched_however_the_run_ended(scorer: RunCodeScorer, ending: str) -> None:
+    """Files are read from the run's directory after it ended, as SandboxFusion reads them:
+    a program that exits without cleaning up, is killed or runs out of time still has them."""
+    code = f"open('out.txt', 'w').write('partial')\n{ending}\n"
+    score = _score(scorer, code, fetch_files=["out.txt"], run_timeout=0.5)
+    assert score.status is Status.WRONG
+    assert score.details["files"] == {"out.txt": _b64(b"partial")}
+
+
+HOSTILE_FILES = """\
+import os
+open('secret.txt', 'w').write('mine')
+os.symlink('/etc/passwd', 'passwd')
+os.symlink('/etc', 'etc')
+os.mkfifo('fifo')
+os.mkdir('dir')
+os.link('secret.txt', 'hard')
+"""
+
+
+@pytest.mark.parametrize("path", ["passwd", "etc/passwd", "fifo", "dir", "hard", "secret.txt"])
+def test_only_regular_files_of_the_run_are_fetched(scorer: RunCodeScorer, path: str) -> None:
+    """A link the program left (to a file, to a directory on the way), a FIFO, a directory
+    and a file with another name linked to it come back as nothing: nothing outside the run
+    is read for it and nothing blocks."""
+    score = _score(scorer, HOSTILE_FILES, fetch_files=[path])
+    assert score.status is Status.OK, score.details
+    assert score.details["files"] == {}
+
+
+def test_own_stdout_is_held_to_its_cap_when_files_are_fetched(scorer: RunCodeScorer) -> None:
+    """The room made for fetched files does not lift the cap on the program's own output."""
+    score = _score(scorer, "print('z' * 5000)", fetch_files=["x"])
+    assert score.details["run"]["kind"] == "output_limit"
+    assert score.details["run"]["stdout"] == "z" * 4096
+
+
+def test_a_request_that_cannot_run_is_an_error(scorer: RunCodeScorer) -> None:
+    """An unsupported language or a path out of the directory is `error` with the reason."""
+    assert "not run here" in _score(scorer, "1", language="cobol").details["reason"]
+    escaped = _score(scorer, "1", files={"../x": "eA=="})
+    assert (escaped.status, escaped.details["reason"]) == (
+        Status.ERROR,
+        "file path '../x' leaves the run's directory",
+    )
+
+
+def test_sandbox_that_cannot_start_is_an_error() -> None:
+    """Without a sandbox, every request is `error`, the reason said."""
+
+    def unavailable(settings: CodeSettings) -> Any:
+        raise SandboxUnavailable("no seccomp here")
+
+    score = RunCodeScorer(GradingLimits(), SETTINGS, unavailable).score(
+        None, "print(1)", {"language": "python"}, {}
+    )
+    assert (score.status, score.details["reason"]) == (
+        Status.ERROR,
+        "sandbox unavailable: no seccomp here",
+    )
+
+
+@CPP
+def test_cpp_builds_then_runs(scorer: RunCodeScorer) -> None:
+    """A C++ program is compiled (its report `ok`, exit 0), then run on the stdin."""
+    score = _score(scorer, SUM, language="cpp", stdin="40 2")
+    compiled, run = score.details["compile"], score.details["run"]
+    assert (compiled["kind"], compiled["exit_code"]) == ("ok", 0)
+    assert (run["kind"], run["stdout"], score.status) == ("ok", "42", Status.OK)
+
+
+@CPP
+def test_cpp_that_does_not_compile_is_compile_error(scorer: RunCodeScorer) -> None:
+    """A program the compiler refuses is `compile_error`, its messages in the build's stderr."""
+    score = _score(scorer, "int main() { return undeclared; }\n", language="cpp")
+    compiled = score.details["compile"]
+    assert (score.status, score.reward, score.details["run"]) == (Status.COMPILE_ERROR, 0.0, None)
+    assert (compiled["kind"], compiled["exit_code"]) == ("compile_error", 1)
+    assert "undeclared" in compiled["stderr"]
+
+
+@CPP
+def test_cpp_build_past_compile_timeout_is_a_build_time_limit(scorer: RunCodeScorer) -> None:
+    """A build past `compile_timeout` keeps its kind, `time_limit`, and nothing runs."""
+    score = _score(scorer, SUM.replace("a + b", "b + a"), language="cpp", compile_timeout=0.01)
+    assert score.status is Status.COMPILE_ERROR
+    assert (score.details["compile"]["kind"], score.details["run"]) == ("time_limit", None)
+
+
+@pytest.mark.needs_tool(
+    "" if isinstance(FOUND["javascript"], Found) else f"javascript: {FOUND['javascript']}"
+)
+def test_nodejs_runs_as_javascript(scorer: RunCodeScorer) -> None:
+    """SandboxFusion's `nodejs` runs on the JavaScript runner."""
+    score = _score(scorer, "process.exitCode = 2; console.log('js')", language="nodejs")
+    assert (score.details["run"]["stdout"], score.details["run"]["exit_code"]) == ("js\n", 2)
+
+
+def test_missing_toolchain_is_an_error_naming_it() -> None:
+    """A language whose toolchain is not found is `error`, the reason said."""
+    lonely = RunCodeScorer(GradingLimits(), CodeSettings(toolchain_path="/nonexistent"))
+    try:
+        score = _score(lonely, SUM, language="cpp")
+    finally:
+        lonely.close()
+    assert score.status is Status.ERROR
+    assert score.details["reason"].startswith("cpp: ")
