@@ -113,7 +113,9 @@ class ScoringEngine:
         worker holds nothing of the server. `fork` (a one-shot command, `reward-service
         score`): forked from this process, which has imported the worker's room already,
         sparing a fresh interpreter and its imports; the start-up checks then run before
-        any worker starts, on this thread, since a forked process must inherit no thread.
+        any worker starts, on this thread, since a forked process must inherit no thread;
+        and its worker is not warmed (`Scorer.warm`): it grades one answer, which would pay
+        the same first-use costs the warm-up does.
         """
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
@@ -206,6 +208,7 @@ class ScoringEngine:
             composites=self.registry.composites(),
             scorer_settings=scorer_settings,
             only=self._only,
+            warm=self._start_method == "forkserver",
         )
         return WorkerPool(
             self.settings.workers,

@@ -48,6 +48,9 @@ class WorkerConfig:
     """Each scorer's own settings, read and checked by the engine, by scorer name."""
     only: Sequence[str] | None = None
     """Serve just these scorers (`reward-service score`); None: every one."""
+    warm: bool = True
+    """Warm the scorers before taking work (`Scorer.warm`); a one-shot command's worker,
+    which grades a single answer, is not."""
 
 
 _registry: ScorerRegistry | None = None
@@ -91,8 +94,8 @@ def serve(
 def set_up(*, config: WorkerConfig) -> None:
     """Runs once in each grading worker: lower its priority, cap its memory, build the
     CPU-bound scorers (those of `config.only`, when given), open them (a zygote
-    started here inherits both) and warm them (`Scorer.warm`), all before the worker
-    says it is ready."""
+    started here inherits both) and, unless `config.warm` is false, warm them
+    (`Scorer.warm`), all before the worker says it is ready."""
     global _registry
     os.nice(config.nice)
     cap = config.memory_mb * 1024 * 1024
@@ -105,7 +108,7 @@ def set_up(*, config: WorkerConfig) -> None:
     for scorer in built:
         assert isinstance(scorer, Scorer)
         scorer.open()
-    for scorer in built:
+    for scorer in built if config.warm else ():
         assert isinstance(scorer, Scorer)
         scorer.warm()
 
