@@ -41,6 +41,20 @@ class Settings(BaseSettings):
         default_factory=dict,
         description='More scorers without packaging, as JSON {"name": "module:Class"}.',
     )
+    composites: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {
+            "open_r1": {
+                "components": {
+                    "accuracy": {"scorer": "math_verify"},
+                    "format": {"kind": "think_answer_format"},
+                    "tag_count": {"kind": "tag_count"},
+                }
+            }
+        },
+        description="Composite scorers, JSON {name: {components, combine, verdict}}, each served "
+        "at /score/<name> (docs/groups.md); default: open_r1, open-r1's default GRPO recipe. "
+        "Checked at start-up.",
+    )
     scorer_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description='Default options per scorer, JSON {"math_verify": {"extraction": "any"}}; '

@@ -111,6 +111,8 @@ class FakeScorer(Scorer):
 
     name = "fake"
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"tag": None}
+    grades_groups_together = True
+    """So the group endpoint's one-task path, and its retry alone, can be tested with it."""
 
     @classmethod
     def screen(

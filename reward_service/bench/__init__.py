@@ -2,6 +2,7 @@
 
 bench_command         the command: each workload's sides, ratios, CPU per answer, memory
 judge_bench           `--workload judge`: the judge scorer against its endpoint's capacity
+group_bench           `--workload grpo`: groups through the group endpoint against /score/batch
 measure               what both measure with: the two clients, /metrics, CPU shares, lines
 workload              GRPO-shaped answers with known rewards (also the load tests' traffic)
 reference             plain math_verify `parse`/`verify`, the reference every verdict is held to

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from reward_service.bench import judge_bench
+from reward_service.bench import group_bench, judge_bench
 from reward_service.bench.code_workload import code_workload, grade_naive, warm_naive
 from reward_service.bench.cpp_workload import cpp_workload, grade_naive_cpp, warm_naive_cpp
 from reward_service.bench.instruction_workload import grade_plain, instruction_workload, warm_plain
@@ -147,6 +147,9 @@ def _bench(args: argparse.Namespace) -> None:
     if args.workload == "judge":
         judge_bench.run(args)
         return
+    if args.workload == "grpo":
+        group_bench.run(args)
+        return
 
     workers = args.workers or available_cpus()
     rounds = f", {args.rounds} rounds taking turns" if args.rounds > 1 else ""
@@ -206,9 +209,10 @@ def register(commands: Subparsers) -> None:
     )
     bench.add_argument(
         "--workload",
-        choices=[*WORKLOADS, "judge", "all"],
+        choices=[*WORKLOADS, "judge", "grpo", "all"],
         default="all",
-        help="measure this workload alone (default: all but judge, in turn)",
+        help="measure this workload alone (default: all but judge and grpo, in turn); grpo: "
+        "groups through /score/group against /score/batch",
     )
     judge_bench.add_options(bench)
     bench.add_argument(

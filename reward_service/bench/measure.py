@@ -63,7 +63,8 @@ def wrong(rewards: list[float], items: list[dict[str, Any]]) -> int:
     return sum(r != item["expected"] for r, item in zip(rewards, items, strict=True))
 
 
-async def _timed(call: Awaitable[T], latencies: list[float]) -> T:
+async def timed(call: Awaitable[T], latencies: list[float]) -> T:
+    """`call`'s result, its wall time appended to `latencies`."""
     started = time.perf_counter()
     result = await call
     latencies.append(time.perf_counter() - started)
@@ -89,7 +90,7 @@ async def post_each(
                 return reward
 
         started = time.perf_counter()
-        rewards = await asyncio.gather(*(_timed(post(item), latencies) for item in items))
+        rewards = await asyncio.gather(*(timed(post(item), latencies) for item in items))
         elapsed = time.perf_counter() - started
     return Run(len(items), elapsed, wrong(list(rewards), items), tuple(latencies))
 
@@ -119,7 +120,7 @@ async def post_in_chunks(
                     return rewards
 
         started = time.perf_counter()
-        parts = await asyncio.gather(*(_timed(post(part), latencies) for part in chunks))
+        parts = await asyncio.gather(*(timed(post(part), latencies) for part in chunks))
         elapsed = time.perf_counter() - started
     rewards = [r for part in parts for r in part]
     return Run(len(items), elapsed, wrong(rewards, items), tuple(latencies))

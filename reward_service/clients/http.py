@@ -35,6 +35,7 @@ import httpx
 from reward_service import __version__
 from reward_service.errors import RewardServiceError
 from reward_service.redaction import redact
+from reward_service.scorers.base import Status
 
 JSON = Any
 Item = Mapping[str, JSON]
@@ -162,6 +163,18 @@ def as_reward(value: JSON) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise UnexpectedAnswer(f"expected a number as reward, got {value!r:.200}")
     return float(value)
+
+
+def loss_multiplier(detail: Mapping[str, JSON]) -> float:
+    """A detail object's `loss_multiplier` (0.0: its reward is a fallback to mask), read from
+    its status where the service sends none (an older one); 1.0 for a status it cannot read."""
+    given = detail.get("loss_multiplier")
+    if isinstance(given, int | float) and not isinstance(given, bool):
+        return float(given)
+    try:
+        return Status(detail.get("status")).loss_multiplier
+    except ValueError:
+        return 1.0
 
 
 def batch_values(answer: JSON, count: int, key: str = "rewards") -> list[JSON]:

@@ -4,9 +4,18 @@ SLIME calls a custom reward function as ``await fn(args, sample)`` for one
 sample and ``await fn(args, samples)`` for a group; `batched_rm` accepts both
 and answers a reward or a list of rewards in input order.
 
-A group goes to the batch endpoint (``<rm-url>/batch``) in one request; where
-the service has none (404/405) the samples are posted one by one, as SLIME's
-own ``remote_rm`` does.
+A group (``--group-rm``: one prompt's answers, one label) goes to the group
+endpoint (``<rm-url>/group``) in one request, which grades each distinct
+response once; other lists go to the batch endpoint (``<rm-url>/batch``).
+Where the service has neither (404/405) the samples are posted one by one, as
+SLIME's own ``remote_rm`` does.
+
+A sample whose reward is a fallback (``loss_multiplier`` 0: ``timeout``,
+``error``, ``judge_failed``) gets ``sample.remove_sample = True``, which SLIME
+reads to zero its loss mask. The group endpoint says so for every answer; the
+others say so in their detail objects (an ``--rm-url`` with ``?detail=1``).
+With ``--reward-key KEY`` the reward is the detail's ``KEY`` when it holds one
+(a composite scorer's component, say ``format``), else the reward.
 
 Per-sample choice works as in SLIME's in-process grading:
 ``sample.metadata["rm_type"]`` (``gpqa``, ``boxed_f1``, any scorer name;
@@ -35,6 +44,7 @@ per-attempt timeout are ``SLIME_REWARD_ATTEMPTS`` and ``SLIME_REWARD_TIMEOUT_S``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import weakref
@@ -51,9 +61,10 @@ from reward_service.clients.http import (
     UnexpectedAnswer,
     as_reward,
     batch_values,
+    loss_multiplier,
 )
 from reward_service.launcher.config import LaunchConfig
-from reward_service.launcher.urls import batch_url, resolve_url, scorer_url
+from reward_service.launcher.urls import batch_url, group_url, resolve_url, scorer_url
 from reward_service.redaction import redact
 
 logger = logging.getLogger(__name__)
@@ -106,6 +117,34 @@ class _Item:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What the service said of one sample: its reward, whether a trainer should learn
+    from it (`loss_multiplier`), and its detail object when the answer held one."""
+
+    reward: float
+    loss_multiplier: float = 1.0
+    detail: dict[str, Any] | None = None
+
+    def value(self, key: str | None) -> float:
+        """The reward SLIME reads under `--reward-key key`: the detail's `key` if a number."""
+        found = self.detail.get(key) if key and self.detail else None
+        if isinstance(found, int | float) and not isinstance(found, bool):
+            return float(found)
+        return self.reward
+
+
+FALLBACK = Outcome(FALLBACK_REWARD)
+"""A sample the service would not grade: the fallback reward, not masked (as before masks)."""
+
+
+def _outcome(reward: float, detail: Any) -> Outcome:
+    """An outcome from a reward and, when the answer held one, its detail object."""
+    if not isinstance(detail, dict):
+        return Outcome(reward)
+    return Outcome(reward, loss_multiplier(detail), detail)
+
+
 def _failure(exc: RequestRejected | UnexpectedAnswer) -> str:
     """What went wrong, for a warning: the refusal with its status, or the answer."""
     if isinstance(exc, RequestRejected):
@@ -130,6 +169,7 @@ class RewardClient:
             "", timeout_s=timeout_s, max_connections=MAX_CONNECTIONS, retry=retry
         )
         self._has_batch: dict[str, bool] = {}
+        self._has_group: dict[str, bool] = {}
         self._unroutable_warned = False
 
     async def __aenter__(self) -> RewardClient:
@@ -143,19 +183,70 @@ class RewardClient:
 
     async def score(self, samples: Sequence[Any]) -> list[float]:
         """One reward per sample, in order; `ServiceUnavailable` if the service is down."""
-        rewards = [FALLBACK_REWARD] * len(samples)
-        groups: dict[str, list[_Item]] = defaultdict(list)
-        for index, sample in enumerate(samples):
-            item = self._item(index, sample)
-            if item is not None:
-                groups[item.url].append(item)
+        return [outcome.reward for outcome in await self.grade(samples)]
+
+    async def grade(self, samples: Sequence[Any], *, group: bool = False) -> list[Outcome]:
+        """One outcome per sample, in order; `ServiceUnavailable` if the service is down.
+
+        With `group` (one prompt's answers, as SLIME's `--group-rm` passes them) the
+        samples go to the group endpoint when they share prompt, label and URL.
+        """
+        outcomes = [FALLBACK] * len(samples)
+        items = [self._item(index, sample) for index, sample in enumerate(samples)]
+        sent = [item for item in items if item is not None]
+        if group and len(sent) > 1 and await self._score_group(sent, outcomes):
+            return outcomes
+        by_url: dict[str, list[_Item]] = defaultdict(list)
+        for item in sent:
+            by_url[item.url].append(item)
         chunks = [
-            items[start : start + BATCH_SIZE]
-            for items in groups.values()
-            for start in range(0, len(items), BATCH_SIZE)
+            chunk[start : start + BATCH_SIZE]
+            for chunk in by_url.values()
+            for start in range(0, len(chunk), BATCH_SIZE)
         ]
-        await asyncio.gather(*(self._score_chunk(chunk, rewards) for chunk in chunks))
-        return rewards
+        await asyncio.gather(*(self._score_chunk(chunk, outcomes) for chunk in chunks))
+        return outcomes
+
+    async def _score_group(self, items: list[_Item], outcomes: list[Outcome]) -> bool:
+        """Grade `items` as one group, if they are one and the service has the endpoint;
+        False when they must go another way."""
+        url = items[0].url
+        first = items[0].body
+        same = all(
+            i.url == url
+            and i.body["prompt"] == first["prompt"]
+            and i.body["label"] == first["label"]
+            for i in items
+        )
+        if not same or len(items) > BATCH_SIZE or not self._has_group.get(url, True):
+            return False
+        body = {**first, "responses": [i.body["response"] for i in items]}
+        del body["response"]
+        try:
+            answer = await self._http.post(group_url(url), body)
+            rewards = batch_values(answer, len(items))
+            masks = batch_values(answer, len(items), "loss_multipliers")
+            details = answer.get("details") or [None] * len(items)
+            found = [
+                Outcome(
+                    as_reward(reward), as_reward(mask), detail if isinstance(detail, dict) else None
+                )
+                for reward, mask, detail in zip(rewards, masks, details, strict=True)
+            ]
+        except RequestRejected as exc:
+            if exc.status_code in _NO_BATCH:
+                self._has_group[url] = False
+                logger.info("%s has no group endpoint; sending groups as batches", redact(url))
+                return False
+            failure = _failure(exc)
+        except (UnexpectedAnswer, ValueError) as exc:
+            failure = f"got an unexpected answer ({exc})"
+        else:
+            for item, outcome in zip(items, found, strict=True):
+                outcomes[item.index] = outcome
+            return True
+        logger.warning("group of %d %s; sending it as a batch", len(items), failure)
+        return False
 
     def _item(self, index: int, sample: Any) -> _Item | None:
         metadata = getattr(sample, "metadata", None)
@@ -184,19 +275,22 @@ class RewardClient:
                 )
         return _Item(index, url, body)
 
-    async def _score_chunk(self, items: list[_Item], rewards: list[float]) -> None:
+    async def _score_chunk(self, items: list[_Item], outcomes: list[Outcome]) -> None:
         url = items[0].url
         values = await self._score_batch(url, items) if self._has_batch.get(url, True) else None
         if values is None:
             values = await asyncio.gather(*(self._score_one(item) for item in items))
-        for item, reward in zip(items, values, strict=True):
-            rewards[item.index] = reward
+        for item, outcome in zip(items, values, strict=True):
+            outcomes[item.index] = outcome
 
-    async def _score_batch(self, url: str, items: list[_Item]) -> list[float] | None:
-        """The rewards from one batch request; None when the samples must go one by one."""
+    async def _score_batch(self, url: str, items: list[_Item]) -> list[Outcome] | None:
+        """The outcomes of one batch request; None when the samples must go one by one."""
         try:
             answer = await self._http.post(batch_url(url), {"items": [i.body for i in items]})
             values = batch_values(answer, len(items))
+            details = answer.get("details")
+            if not isinstance(details, list) or len(details) != len(items):
+                details = [None] * len(items)
         except RequestRejected as exc:
             if exc.status_code in _NO_BATCH:
                 self._has_batch[url] = False
@@ -206,27 +300,31 @@ class RewardClient:
         except UnexpectedAnswer as exc:
             failure = _failure(exc)
         else:
-            return [self._reward(i.index, v) for i, v in zip(items, values, strict=True)]
+            return [
+                self._outcome(i.index, v, detail)
+                for i, v, detail in zip(items, values, details, strict=True)
+            ]
         logger.warning("batch of %d %s; posting one by one", len(items), failure)
         return None
 
-    async def _score_one(self, item: _Item) -> float:
+    async def _score_one(self, item: _Item) -> Outcome:
         try:
             answer = await self._http.post(item.url, item.body)
         except (RequestRejected, UnexpectedAnswer) as exc:
             logger.warning("sample %d %s; reward %s", item.index, _failure(exc), FALLBACK_REWARD)
-            return FALLBACK_REWARD
-        return self._reward(item.index, answer)
+            return FALLBACK
+        return self._outcome(item.index, answer, answer)
 
     @staticmethod
-    def _reward(index: int, value: Any) -> float:
+    def _outcome(index: int, value: Any, detail: Any) -> Outcome:
         try:
-            return as_reward(value.get("reward") if isinstance(value, dict) else value)
+            reward = as_reward(value.get("reward") if isinstance(value, dict) else value)
         except UnexpectedAnswer:
             logger.warning(
                 "sample %d got %.200r, not a number; reward %s", index, value, FALLBACK_REWARD
             )
-            return FALLBACK_REWARD
+            return FALLBACK
+        return _outcome(reward, detail)
 
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, RewardClient]] = (
@@ -249,22 +347,35 @@ Reward = float | dict[str, float]
 async def batched_rm(
     args: Any, samples: Any, *, inplace_set_reward_field: bool = False, **kwargs: Any
 ) -> Reward | list[Reward] | None:
-    """SLIME's custom reward hook: a reward for one sample, a list for a list.
+    """SLIME's custom reward hook: a reward for one sample, a list for a list (a group,
+    sent to the group endpoint when it is one).
 
-    With ``--reward-key KEY`` set, each reward is ``{KEY: reward}``, as SLIME
-    then reads it. With ``inplace_set_reward_field`` (newer SLIME rollouts)
-    each ``sample.reward`` is set and nothing is returned.
+    With ``--reward-key KEY`` set, each reward is ``{KEY: value}``, as SLIME
+    then reads it: the detail's ``KEY`` where it has one, else the reward.
+    A sample whose reward is a fallback gets ``remove_sample = True``. With
+    ``inplace_set_reward_field`` (newer SLIME rollouts) each ``sample.reward`` is
+    set and nothing is returned.
     """
     group = samples if isinstance(samples, list) else [samples]
     key = getattr(args, "reward_key", None)
+    outcomes = await _client(args).grade(group, group=isinstance(samples, list))
+    for sample, outcome in zip(group, outcomes, strict=True):
+        if outcome.loss_multiplier == 0.0:
+            _remove(sample)
     rewards: list[Reward] = [
-        {key: reward} if key else reward for reward in await _client(args).score(group)
+        {key: outcome.value(key)} if key else outcome.reward for outcome in outcomes
     ]
     if inplace_set_reward_field:
         for sample, reward in zip(group, rewards, strict=True):
             sample.reward = reward
         return None
     return rewards if isinstance(samples, list) else rewards[0]
+
+
+def _remove(sample: Any) -> None:
+    """Mark `sample` as one SLIME must not learn from (its loss mask zeroed)."""
+    with contextlib.suppress(AttributeError):  # a sample type without the field: unmarked
+        sample.remove_sample = True
 
 
 async def aclose() -> None:

@@ -12,8 +12,10 @@ parent's sockets). The service is at `REWARD_SERVICE_URL` (default
 set. `extra_info["scorer"]` picks the scorer; a `ground_truth` object with a
 `scorer` key routes the sample the same way, as the service does for SLIME.
 
-The answer is `{"score", "status", "scorer"}`, the same keys for every
-sample, since verl gathers each key into one list per batch. A service that
+The answer is `{"score", "status", "scorer", "loss_multiplier"}`, the same
+keys for every sample, since verl gathers each key into one list per batch
+(`reward_extra_info`); `loss_multiplier` is 0.0 where the score is a fallback
+(`timeout`, `error`, `judge_failed`), for a trainer that masks such samples. A service that
 stays down raises `RewardServiceUnavailable`: training stops rather than
 learn from made-up rewards.
 """
@@ -25,7 +27,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from reward_service.clients.http import RewardClient
+from reward_service.clients.http import RewardClient, loss_multiplier
 
 URL_VARIABLE = "REWARD_SERVICE_URL"
 TOKEN_VARIABLE = "REWARD_SERVICE_TOKEN"
@@ -94,4 +96,9 @@ def compute_score(
         scorer=scorer if isinstance(scorer, str) and scorer else None,
         detail=True,
     )
-    return {"score": detail["reward"], "status": detail["status"], "scorer": detail["scorer"]}
+    return {
+        "score": detail["reward"],
+        "status": detail["status"],
+        "scorer": detail["scorer"],
+        "loss_multiplier": loss_multiplier(detail),
+    }

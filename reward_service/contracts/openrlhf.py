@@ -4,7 +4,8 @@ OpenRLHF posts `{"query": [...], "prompts": [...], "labels": [...]}` where each
 query is the tokenizer's decode of the prompt's and the response's tokens
 together, and reads back `{"rewards": [...], "scores": [...], "extra_logs":
 {...}}` in input order (`extra_logs` values are lists of numbers, one per
-query; it logs their means).
+query; it logs their means). `extra_logs["loss_multiplier"]` is each query's
+`Status.loss_multiplier`: 0.0 where its reward is a fallback.
 
 A decode is not always the prompt it came from (spaces added or dropped,
 special tokens kept or skipped, pad tokens in front), so the response is found
@@ -200,6 +201,7 @@ def openrlhf_answer(
             "reward_correct": rate(Status.OK),
             "reward_no_answer": rate(Status.NO_ANSWER),
             "reward_failed": rate(Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED),
+            "loss_multiplier": [score.status.loss_multiplier for score in scores],
             **{
                 f"reward_{reason.value}": [1.0 if found is reason else 0.0 for found in unlocated]
                 for reason in Unlocated

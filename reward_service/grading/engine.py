@@ -35,6 +35,7 @@ from reward_service.errors import (
     InvalidSetting,
     Overloaded,
     PoolClosed,
+    ScorerLoadError,
     TaskFailed,
     WorkerDied,
 )
@@ -53,12 +54,17 @@ from reward_service.scorers.base import (
     StartupCheck,
     echo,
 )
+from reward_service.scorers.composite import read_composites
 from reward_service.settings import Settings
 
 log = logging.getLogger("reward_service.grading.engine")
 
 UNKNOWN_SCORER = "unknown"
 """`Graded.scorer` of a sample whose label names no registered scorer."""
+
+
+MAX_GROUP_TASK = 64
+"""Most answers of one group graded in one worker task (`grade_many(together=True)`)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class Graded:
             "status": self.score.status.value,
             "scorer": self.scorer,
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "loss_multiplier": self.score.status.loss_multiplier,
         }
 
 
@@ -106,7 +113,9 @@ class ScoringEngine:
         worker holds nothing of the server. `fork` (a one-shot command, `reward-service
         score`): forked from this process, which has imported the worker's room already,
         sparing a fresh interpreter and its imports; the start-up checks then run before
-        any worker starts, on this thread, since a forked process must inherit no thread.
+        any worker starts, on this thread, since a forked process must inherit no thread;
+        and its worker is not warmed (`Scorer.warm`): it grades one answer, which would pay
+        the same first-use costs the warm-up does.
         """
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
@@ -116,11 +125,14 @@ class ScoringEngine:
             cache_size=settings.gold_cache_size,
             worker_memory_mb=settings.worker_memory_mb,
         )
-        self.registry = registry or ScorerRegistry.discover(self.limits, settings.extra_scorers)
+        self.registry = registry or ScorerRegistry.discover(
+            self.limits, settings.extra_scorers, composites=read_composites(settings.composites)
+        )
         self._only = None if only is None else sorted({*only, settings.default_scorer})
         self._start_method = start_method
         if self._only is not None:
             self.registry = self.registry.only(self._only)
+        self._check_composites()
         self._check_scorer_options()
         self.checks: dict[str, StartupCheck] = {}
         """Each scorer's start-up check that ran, by name (`GET /scorers`)."""
@@ -193,8 +205,10 @@ class ScoringEngine:
             memory_mb=self.settings.worker_memory_mb,
             nice=self.settings.worker_nice,
             extra_scorers=self.settings.extra_scorers,
+            composites=self.registry.composites(),
             scorer_settings=scorer_settings,
             only=self._only,
+            warm=self._start_method == "forkserver",
         )
         return WorkerPool(
             self.settings.workers,
@@ -241,6 +255,13 @@ class ScoringEngine:
             said = "start-up check" if check.ok else f"start-up check {outcome}"
             level = logging.getLevelNamesMapping()[check.level.upper()]
             log.log(level, "%s %s: %s", name, said, check.summary, extra=extra)
+
+    def _check_composites(self) -> None:
+        """Stop start-up when a composite names what no worker can grade (`InvalidSetting`)."""
+        try:
+            self.registry.check_composites()
+        except ScorerLoadError as exc:
+            raise InvalidSetting(f"REWARD_COMPOSITES: {exc}") from None
 
     def _check_scorer_options(self) -> None:
         """Stop start-up when `scorer_options` names an unknown scorer, option or value."""
@@ -291,17 +312,22 @@ class ScoringEngine:
         samples: Sequence[Sample | None],
         scorer: str | None = None,
         options: Mapping[str, JSON] = NO_OPTIONS,
+        *,
+        together: bool = False,
     ) -> list[Graded]:
         """Grade a batch in input order; a None item is graded as an error.
 
         The whole batch is admitted or refused (503) at once, so a client
-        never gets half a batch.
+        never gets half a batch. With `together` (one prompt's group), the answers of
+        a scorer that `grades_groups_together` go to one worker in one task, under one
+        answer's deadline, so its caches grade each distinct final answer once; if that
+        task fails (deadline, a worker's death), each answer is graded again alone.
         """
         if samples and self.in_flight + len(samples) > self.settings.max_queue:
             raise Overloaded(
                 f"batch of {len(samples)} does not fit the grading queue", retry_after_s=1
             )
-        return await self._grade_all(samples, scorer, options)
+        return await self._grade_all(samples, scorer, options, together)
 
     def options_for(self, name: str, request: Mapping[str, JSON]) -> Mapping[str, JSON]:
         """The options scorer `name` takes before a sample's own: settings, then `request`'s.
@@ -318,7 +344,11 @@ class ScoringEngine:
         return {**defaults, **accepted} if defaults else accepted
 
     async def _grade_all(
-        self, samples: Sequence[Sample | None], scorer: str | None, options: Mapping[str, JSON]
+        self,
+        samples: Sequence[Sample | None],
+        scorer: str | None,
+        options: Mapping[str, JSON],
+        together: bool = False,
     ) -> list[Graded]:
         """Precheck each sample, dispatch the rest in chunks per scorer, keep order."""
         started = time.perf_counter()
@@ -343,11 +373,14 @@ class ScoringEngine:
         chunks = [
             (name, indexes[i : i + size])
             for name, indexes in pending.items()
-            for size in [self._chunk_size(name, len(indexes))]
+            for size in [self._chunk_size(name, len(indexes), together)]
             for i in range(0, len(indexes), size)
         ]
         results = await asyncio.gather(
-            *(self._run(name, [to_grade[i] for i in chunk]) for name, chunk in chunks)
+            *(
+                self._run(name, [to_grade[i] for i in chunk], alone_on_failure=together)
+                for name, chunk in chunks
+            )
         )
         for (_, chunk), chunk_scores in zip(chunks, results, strict=True):
             for index, score in zip(chunk, chunk_scores, strict=True):
@@ -366,11 +399,16 @@ class ScoringEngine:
             self._on_graded(item)
         return graded
 
-    def _chunk_size(self, name: str, count: int) -> int:
-        """Answers per task: the scorer's batch size in a worker; all of them on the event
-        loop, where each still has its own deadline."""
+    def _chunk_size(self, name: str, count: int, together: bool = False) -> int:
+        """Answers per task: the scorer's batch size in a worker (a group's answers, up to
+        `MAX_GROUP_TASK`, when `together` and the scorer gains from it); all of them on
+        the event loop, where each still has its own deadline."""
         cls = self.registry.scorer_class(name)
-        return count if issubclass(cls, AsyncScorer) else cls.batch_size
+        if issubclass(cls, AsyncScorer):
+            return count
+        if together and cls.grades_groups_together:
+            return max(cls.batch_size, min(count, MAX_GROUP_TASK))
+        return cls.batch_size
 
     def _with_fallback(self, score: Score) -> Score:
         if score.status in (Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED):
@@ -392,8 +430,11 @@ class ScoringEngine:
             log.exception("scorer screen failed; grading in a worker", extra={"scorer": name})
             return None
 
-    async def _run(self, name: str, samples: list[Sample]) -> list[Score]:
-        """Grade samples of one scorer in one worker task, under one deadline."""
+    async def _run(
+        self, name: str, samples: list[Sample], *, alone_on_failure: bool = False
+    ) -> list[Score]:
+        """Grade samples of one scorer in one worker task, under one deadline; with
+        `alone_on_failure`, a task of several that fails is graded again answer by answer."""
         if self._pool is None:
             raise Overloaded("service is shutting down", retry_after_s=5)
         if issubclass(self.registry.scorer_class(name), AsyncScorer):
@@ -425,6 +466,13 @@ class ScoringEngine:
             event = "grading failed"
         finally:
             self.in_flight -= len(samples)
+        if alone_on_failure and len(samples) > 1:
+            log.info(
+                "a group's grading task failed; grading its answers alone",
+                extra={"scorer": name, "answers": len(samples), "status": failure.status.value},
+            )
+            alone = await asyncio.gather(*(self._run(name, [sample]) for sample in samples))
+            return [score for scores in alone for score in scores]
         log.warning(
             event,
             extra={

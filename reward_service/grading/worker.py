@@ -7,7 +7,7 @@ this module and the scorers' modules, never the engine, so each new worker
 forks with what it runs already imported.
 
 serve     the loop every worker runs: receive a task, run it, send back its result
-set_up    a grading worker's start: priority, memory cap, its CPU-bound scorers opened
+set_up    a grading worker's start: priority, memory cap, its CPU-bound scorers opened and warm
 grade     one task: answers graded by one scorer, every failure a status
 """
 
@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 
 from reward_service.scorers import GradingLimits, Score, ScorerRegistry
 from reward_service.scorers.base import Scorer, ScorerSettings, ScoringInput
+from reward_service.scorers.composite import CompositeDefinition
 
 READY = "ready"
 """A worker's first message: it is set up and takes tasks."""
@@ -41,10 +42,15 @@ class WorkerConfig:
     """Niceness added to the worker, below the server."""
     extra_scorers: Mapping[str, str]
     """Scorers without packaging, `{"name": "module:Class"}` (`REWARD_EXTRA_SCORERS`)."""
+    composites: Mapping[str, CompositeDefinition]
+    """The composite scorers (`REWARD_COMPOSITES`), validated by the engine, by name."""
     scorer_settings: Mapping[str, ScorerSettings]
     """Each scorer's own settings, read and checked by the engine, by scorer name."""
     only: Sequence[str] | None = None
     """Serve just these scorers (`reward-service score`); None: every one."""
+    warm: bool = True
+    """Warm the scorers before taking work (`Scorer.warm`); a one-shot command's worker,
+    which grades a single answer, is not."""
 
 
 _registry: ScorerRegistry | None = None
@@ -87,24 +93,29 @@ def serve(
 
 def set_up(*, config: WorkerConfig) -> None:
     """Runs once in each grading worker: lower its priority, cap its memory, build the
-    CPU-bound scorers (those of `config.only`, when given) and open them (a zygote
-    started here inherits both)."""
+    CPU-bound scorers (those of `config.only`, when given), open them (a zygote
+    started here inherits both) and, unless `config.warm` is false, warm them
+    (`Scorer.warm`), all before the worker says it is ready."""
     global _registry
     os.nice(config.nice)
     cap = config.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     registry = ScorerRegistry.discover(
-        config.limits, dict(config.extra_scorers), config.scorer_settings
+        config.limits, dict(config.extra_scorers), config.scorer_settings, config.composites
     )
     _registry = registry if config.only is None else registry.only(config.only)
-    for scorer in _registry.build(Scorer):
+    built = _registry.build(Scorer)
+    for scorer in built:
         assert isinstance(scorer, Scorer)
         scorer.open()
+    for scorer in built if config.warm else ():
+        assert isinstance(scorer, Scorer)
+        scorer.warm()
 
 
 def grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
-    """Grade `items` with scorer `scorer`, every failure a status: a scorer's bug costs its
-    answers, never the worker."""
+    """Grade `items` with scorer `scorer`, every failure a status: a scorer's bug costs the
+    answers it raised on (several are graded again one by one), never the worker."""
     assert _registry is not None, "worker not set up"
     try:
         graded = _registry.get(scorer)
@@ -113,6 +124,8 @@ def grade(scorer: str, items: list[ScoringInput]) -> list[Score]:
     except MemoryError:
         return [Score.error("worker memory cap reached")] * len(items)
     except Exception as exc:  # a scorer bug must cost its answers, not the worker
+        if len(items) > 1:  # nor its neighbours' in a task of several (a batch, a group)
+            return [score for item in items for score in grade(scorer, [item])]
         return [Score.error(f"scorer raised {type(exc).__name__}")] * len(items)
     if len(scores) != len(items):
         return [Score.error(f"scorer returned {len(scores)} scores for {len(items)}")] * len(items)

@@ -66,6 +66,12 @@ def batch_url(url: str) -> str:
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/batch"))
 
 
+def group_url(url: str) -> str:
+    """The group endpoint beside a scoring URL: `/score[/<scorer>]/group`, query kept."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/group"))
+
+
 def scorers_url(url: str) -> str:
     """The service's `/scorers` listing, on the scoring URL's host and port."""
     parts = urlsplit(url)

@@ -45,6 +45,21 @@ class Status(str, enum.Enum):
     JUDGE_FAILED = "judge_failed"
     """A model judge gave no verdict (outage, limit, unreadable reply): the fallback reward."""
 
+    @property
+    def is_verdict(self) -> bool:
+        """The reward says something about the answer; false for a fallback (`timeout`,
+        `error`, `judge_failed`), whose reward a trainer should mask, not learn from."""
+        return self not in _FALLBACKS
+
+    @property
+    def loss_multiplier(self) -> float:
+        """1.0 for a verdict, 0.0 for a fallback: NeMo-RL's name for a sample's weight in
+        the loss, the field every detail answer carries for trainers' masking hooks."""
+        return 1.0 if self.is_verdict else 0.0
+
+
+_FALLBACKS = frozenset({Status.TIMEOUT, Status.ERROR, Status.JUDGE_FAILED})
+
 
 @dataclass(frozen=True)
 class Score:
@@ -189,6 +204,21 @@ class ScorerBase(abc.ABC):
     settings_model: ClassVar[type[ScorerSettings] | None] = None
     """The scorer's own settings (`REWARD_<NAME>__<FIELD>`); None: it has none."""
 
+    correct_is_label: ClassVar[bool] = False
+    """A correct verdict means "the answer equals the label" (math, multiple choice, exact):
+    then a group's correct answers are one final answer, however written. False where a
+    correct verdict is a degree or a behaviour (f1, code, instruction following)."""
+
+    grades_groups_together: ClassVar[bool] = False
+    """Grading one prompt's answers in one worker task costs less than apart: its caches
+    grade each distinct final answer once (math_verify). The group endpoint then sends a
+    group as one task, under one answer's deadline, and grades it apart only if that fails.
+    False for a scorer whose answers each take seconds (programs) or gain nothing."""
+
+    deterministic: ClassVar[bool] = True
+    """Equal inputs get equal grades, so a group grades each distinct response once;
+    False for a scorer that draws (`random`)."""
+
     settings_name: ClassVar[str | None] = None
     """The `<NAME>` its settings are read under when not its own: scorers that share one
     resource (a judge endpoint) share its settings."""
@@ -256,6 +286,12 @@ class Scorer(ScorerBase):
 
     def open(self) -> None:
         """Start this scorer's resources, in its worker, before the worker takes work."""
+
+    def warm(self) -> None:
+        """Pay the scorer's first-use costs (parser tables, lazy imports, caches of its
+        libraries) in its worker after `open` and before the worker takes its first answer,
+        so that no answer waits for them; leave no trace in the scorer's own caches or
+        counters. The default does nothing."""
 
     def close(self) -> None:
         """Stop what `open` started."""

@@ -146,6 +146,9 @@ def boxed_scorer(inner: type[ScorerBase], name: str) -> type[BoxedScorer | Boxed
         "options": inner.options,
         "settings_model": inner.settings_model,
         "deadline_s": inner.deadline_s,
+        "correct_is_label": inner.correct_is_label,
+        "deterministic": inner.deterministic,
+        "grades_groups_together": inner.grades_groups_together,
     }
     base: type[BoxedScorer | BoxedAsyncScorer]
     base = BoxedAsyncScorer if issubclass(inner, AsyncScorer) else BoxedScorer

@@ -41,6 +41,13 @@ SCORING: list[tuple[str, Endpoint, dict[str, Any], str]] = [
         openapi.BATCH,
         "Grade many answers with a scorer",
     ),
+    ("/score/group", endpoints.score_group, openapi.GROUP, "Grade one prompt's group"),
+    (
+        "/score/{scorer}/group",
+        endpoints.score_group,
+        openapi.GROUP,
+        "Grade one prompt's group with a scorer",
+    ),
     ("/score/{scorer}", endpoints.score_one, openapi.SCORE, "Grade one answer with a scorer"),
     ("/get_reward", endpoints.get_reward, openapi.OPENRLHF, "OpenRLHF --remote_rm_url"),
 ]

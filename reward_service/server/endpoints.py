@@ -25,6 +25,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from reward_service.contracts.group import group_from_json
 from reward_service.contracts.openrlhf import openrlhf_answer, read_openrlhf
 from reward_service.contracts.sandbox_fusion import read_run_code, run_code_answer
 from reward_service.contracts.slime import sample_from_json
@@ -38,6 +39,7 @@ from reward_service.errors import (
     Unauthorized,
 )
 from reward_service.grading.engine import ScoringEngine
+from reward_service.grading.groups import grade_group
 from reward_service.scorers.base import JSON, NO_OPTIONS, ScorerBase
 from reward_service.server.admission import Admission
 from reward_service.server.bodies import read_object
@@ -210,6 +212,31 @@ async def score_many(request: Request) -> Response:
     return _json(answer)
 
 
+async def score_group(request: Request) -> Response:
+    """`POST /score[/{scorer}]/group`: one prompt's answers and one label; the rewards and
+    loss multipliers in order, and the group's facts (docs/groups.md)."""
+    engine: ScoringEngine = request.app.state.engine
+    scorer = request.path_params.get("scorer")
+    async with admitted(request, scorer) as intake:
+        group = group_from_json(intake.body, request.app.state.settings.max_batch_items)
+        graded = await grade_group(
+            engine, group.samples, scorer=scorer, options=intake.options, ks=group.ks
+        )
+    metrics: ServiceMetrics = request.app.state.metrics
+    metrics.record_group(graded.graded[0].scorer, graded.facts)
+    answer: dict[str, Any] = {
+        "rewards": graded.rewards,
+        "loss_multipliers": [g.score.status.loss_multiplier for g in graded.graded],
+        "group": {**graded.facts.as_json(), "gradings": graded.gradings},
+    }
+    if _wants_detail(request):
+        answer["details"] = [
+            {**g.detail(), "reward": reward}
+            for g, reward in zip(graded.graded, graded.rewards, strict=True)
+        ]
+    return _json(answer)
+
+
 async def get_reward(request: Request) -> Response:
     """`POST /get_reward`: OpenRLHF's `--remote_rm_url` body and answer."""
     engine: ScoringEngine = request.app.state.engine
@@ -263,6 +290,10 @@ async def scorers(request: Request) -> Response:
     listing: dict[str, JSON] = {
         "default": request.app.state.settings.default_scorer,
         "scorers": engine.registry.names(),
+        "composites": {
+            name: list(definition.components)
+            for name, definition in engine.registry.composites().items()
+        },
     }
     if engine.checks:
         listing["checks"] = {name: check.report() for name, check in engine.checks.items()}

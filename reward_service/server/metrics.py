@@ -20,10 +20,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from reward_service.grading.engine import Graded
+from reward_service.grading.group_facts import GroupFacts
 
 __all__ = ["CONTENT_TYPE_LATEST", "ServiceMetrics"]
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_GROUP_BUCKETS = (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)
+"""Distinct answers per group: GRPO groups are 4 to 64 answers."""
 _SIZE_BUCKETS = (256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 _PATHS = frozenset({"inline", "fast", "region", "full", "rule", "judge"})
 _CACHE_RESULTS = frozenset({"hit", "miss"})
@@ -49,6 +52,7 @@ class ServiceMetrics:
         self._add_grading_metrics()
         self._add_judge_endpoint_metrics()
         self._add_judge_answer_metrics()
+        self._add_group_metrics()
         self._add_load_metrics()
 
     def _add_http_metrics(self) -> None:
@@ -147,6 +151,23 @@ class ServiceMetrics:
             registry=r,
         )
 
+    def _add_group_metrics(self) -> None:
+        r = self.registry
+        self.groups = Counter(
+            "reward_groups",
+            "Groups graded by the group endpoint, by scorer and whether every verdict earned "
+            "the same reward (all_equal: a group DAPO's dynamic sampling drops).",
+            ["scorer", "all_equal"],
+            registry=r,
+        )
+        self.group_answers_distinct = Histogram(
+            "reward_group_answers_distinct",
+            "Distinct final answers per group graded by the group endpoint.",
+            ["scorer"],
+            buckets=_GROUP_BUCKETS,
+            registry=r,
+        )
+
     def _add_load_metrics(self) -> None:
         r = self.registry
         self.rejected = Counter(
@@ -201,6 +222,11 @@ class ServiceMetrics:
         overturned = isinstance(rule, dict) and rule.get("status") in _RULE_MISSES
         if path == "judge" and overturned and graded.score.reward > 0:
             self._child(self.judge_overturns, scorer).inc()
+
+    def record_group(self, scorer: str, facts: GroupFacts) -> None:
+        """Count one graded group: whether it was all-equal, and its distinct answers."""
+        self._child(self.groups, scorer, "true" if facts.all_equal else "false").inc()
+        self._child(self.group_answers_distinct, scorer).observe(facts.distinct_answers)
 
     def _record_judge(self, scorer: str, judge: dict[str, Any]) -> None:
         """Count what one answer cost at the judge endpoint; numbers only, kinds from a set."""

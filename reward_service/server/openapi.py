@@ -42,8 +42,13 @@ DETAIL: dict[str, Any] = {
         "status": {"enum": [status.value for status in Status]},
         "scorer": {"type": "string"},
         "elapsed_ms": {"type": "number"},
+        "loss_multiplier": {
+            "enum": [0.0, 1.0],
+            "description": "1.0 when the reward is a verdict, 0.0 when it is a fallback "
+            "(timeout, error, judge_failed): a trainer masks such samples.",
+        },
     },
-    "required": ["reward", "status", "scorer", "elapsed_ms"],
+    "required": ["reward", "status", "scorer", "elapsed_ms", "loss_multiplier"],
 }
 BAD_OPTION = (
     "a query parameter other than `detail` that is not an option the route's scorer takes "
@@ -108,6 +113,80 @@ BATCH: dict[str, Any] = {
         "400": {"description": f'The body is not `{{"items": [...]}}`, or {BAD_OPTION}.'},
         "408": {"description": BODY_TIMEOUT},
         "413": {"description": "The body or the number of items is over its cap."},
+        "503": {"description": OVERLOADED},
+    },
+}
+_NUMBERS: dict[str, Any] = {"type": "array", "items": {"type": "number"}}
+_MAYBE_NUMBER: dict[str, Any] = {"type": ["number", "null"]}
+GROUP_FACTS: dict[str, Any] = {
+    "type": "object",
+    "description": "The group's facts (docs/groups.md): statistics over its verdicts only.",
+    "properties": {
+        "size": {"type": "integer"},
+        "graded": {"type": "integer", "description": "Answers with a verdict: pass@k's n."},
+        "masked": {"type": "integer", "description": "Answers whose reward is a fallback."},
+        "correct": {"type": "integer", "description": "Verdicts of status ok: pass@k's c."},
+        "mean": _MAYBE_NUMBER,
+        "std": {**_MAYBE_NUMBER, "description": "With Bessel's correction (n - 1)."},
+        "all_equal": {"type": "boolean", "description": "Every verdict earned the same."},
+        "distinct_answers": {"type": "integer"},
+        "majority_count": {"type": "integer"},
+        "pass_at_k": {
+            "type": "object",
+            "additionalProperties": _MAYBE_NUMBER,
+            "description": "Unbiased pass@k by k; null where k exceeds `graded`.",
+        },
+        "gradings": {"type": "integer", "description": "Distinct responses graded."},
+    },
+    "required": ["size", "graded", "masked", "correct", "all_equal", "pass_at_k", "gradings"],
+}
+GROUP: dict[str, Any] = {
+    "parameters": SCORE["parameters"],
+    "requestBody": {
+        "required": True,
+        "content": _json(
+            {
+                "type": "object",
+                "properties": {
+                    "prompt": SAMPLE["properties"]["prompt"],
+                    "label": SAMPLE["properties"]["label"],
+                    "responses": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                    "k": {
+                        "oneOf": [
+                            {"type": "integer", "minimum": 1},
+                            {"type": "array", "items": {"type": "integer", "minimum": 1}},
+                        ],
+                        "description": "The k of the pass@k estimates; default 1 and n.",
+                    },
+                },
+                "required": ["responses"],
+            }
+        ),
+    },
+    "responses": {
+        "200": {
+            "description": "`rewards` and `loss_multipliers` in input order, the group's facts; "
+            "`details` too with `?detail=1`.",
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "rewards": _NUMBERS,
+                        "loss_multipliers": _NUMBERS,
+                        "group": GROUP_FACTS,
+                        "details": {"type": "array", "items": DETAIL},
+                    },
+                    "required": ["rewards", "loss_multipliers", "group"],
+                }
+            ),
+        },
+        "400": {
+            "description": "The body has no `responses` list, a `k` that is not positive "
+            f"integers, or {BAD_OPTION}."
+        },
+        "404": {"description": "Unknown scorer; the message lists the known ones."},
+        "408": {"description": BODY_TIMEOUT},
+        "413": {"description": "The body or the number of responses is over its cap."},
         "503": {"description": OVERLOADED},
     },
 }

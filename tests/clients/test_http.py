@@ -14,6 +14,7 @@ from reward_service.clients.http import (
     RewardClient,
     RewardServiceUnavailable,
     UnexpectedAnswer,
+    loss_multiplier,
 )
 from reward_service.testing import LiveServer, Reply, StandIn, free_port, live_server
 
@@ -202,3 +203,19 @@ async def test_async_last_failed_attempt_raises(stand_in: StandIn) -> None:
     async with AsyncRewardClient(stand_in.url, retry=FAST) as client:
         with pytest.raises(RewardServiceUnavailable, match="HTTP 502"):
             await client.score("x", "y")
+
+
+@pytest.mark.parametrize(
+    ("detail", "expected"),
+    [
+        ({"status": "timeout"}, 0.0),
+        ({"status": "wrong"}, 1.0),
+        ({"status": "ok", "loss_multiplier": 0}, 0.0),
+        ({"status": "from a future version"}, 1.0),
+    ],
+)
+def test_the_mask_is_read_from_the_status_when_the_service_sends_none(
+    detail: dict[str, object], expected: float
+) -> None:
+    """An older service sends no loss_multiplier: the status says it."""
+    assert loss_multiplier(detail) == expected

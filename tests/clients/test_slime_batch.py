@@ -53,12 +53,79 @@ async def test_single_sample_gets_one_reward(stand_in: StandIn, pooled: None) ->
     assert await batched_rm(args, WRONG) == 0.0
 
 
-async def test_group_goes_to_the_batch_endpoint(stand_in: StandIn, pooled: None) -> None:
-    """A list is scored in one batch request, rewards in input order."""
+def _group(body: Any) -> Reply:
+    """The group endpoint, graded as the stand-in grades; the third answer timed out."""
+    rewards = [grade_like_math({**body, "response": r}) for r in body["responses"]]
+    masks = [0.0 if i == 2 else 1.0 for i in range(len(rewards))]
+    return Reply(200, {"rewards": rewards, "loss_multipliers": masks, "group": {}})
+
+
+@dataclass
+class SlimeSample(Sample):
+    """With SLIME's `remove_sample`, which zeroes a sample's loss mask."""
+
+    remove_sample: bool = False
+
+
+async def test_group_goes_to_the_group_endpoint(stand_in: StandIn, pooled: None) -> None:
+    """A group (one prompt, one label) is scored in one group request, in input order."""
+    stand_in.route("/score/group", _group)
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    group = [SlimeSample(s.prompt, s.response, s.label) for s in (RIGHT, WRONG, RIGHT, WRONG)]
+    assert await batched_rm(args, group) == [1.0, 0.0, 1.0, 0.0]
+    assert stand_in.paths() == ["/score/group"]
+    [body] = [b for _, _, b in stand_in.requests]
+    assert (body["prompt"], body["label"], len(body["responses"])) == ("1+1?", "2", 4)
+
+
+async def test_a_masked_answer_is_removed_from_the_loss(stand_in: StandIn, pooled: None) -> None:
+    """loss_multiplier 0 (a fallback reward) sets SLIME's remove_sample; the others stay."""
+    stand_in.route("/score/group", _group)
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    group = [SlimeSample(s.prompt, s.response, s.label) for s in (RIGHT, WRONG, RIGHT)]
+    await batched_rm(args, group)
+    assert [s.remove_sample for s in group] == [False, False, True]
+
+
+async def test_without_group_endpoint_a_group_goes_to_the_batch_endpoint(
+    stand_in: StandIn, pooled: None
+) -> None:
+    """An older service (404 at /group): the group is one batch request, and stays so."""
     stand_in.route("/score/batch", _batch)
     args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
     assert await batched_rm(args, [RIGHT, WRONG, WRONG, RIGHT]) == [1.0, 0.0, 0.0, 1.0]
+    assert await batched_rm(args, [WRONG, RIGHT]) == [0.0, 1.0]
+    assert stand_in.paths() == ["/score/group", "/score/batch", "/score/batch"]
+
+
+async def test_a_list_of_prompts_goes_to_the_batch_endpoint(
+    stand_in: StandIn, pooled: None
+) -> None:
+    """Samples of different prompts or labels are no group: one batch request."""
+    stand_in.route("/score/batch", _batch)
+    other = Sample("2+2?", "so \\boxed{4}", "4")
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score")
+    assert await batched_rm(args, [RIGHT, other]) == [1.0, 1.0]
     assert stand_in.paths() == ["/score/batch"]
+
+
+async def test_reward_key_reads_a_component_from_the_details(
+    stand_in: StandIn, pooled: None
+) -> None:
+    """--reward-key format with a ?detail=1 URL: each reward is the detail's `format`,
+    and a detail whose status is a fallback marks its sample removed."""
+    details = [
+        {"reward": 2.0, "status": "ok", "format": 1.0},
+        {"reward": 0.0, "status": "timeout"},
+    ]
+    stand_in.route(
+        "/score/open_r1/batch?detail=1",
+        lambda body: Reply(200, {"rewards": [2.0, 0.0], "details": details}),
+    )
+    args = SimpleNamespace(rm_url=f"{stand_in.url}/score/open_r1?detail=1", reward_key="format")
+    samples = [SlimeSample("p", "a", "1"), SlimeSample("q", "b", "2")]
+    assert await batched_rm(args, samples) == [{"format": 1.0}, {"format": 0.0}]
+    assert [s.remove_sample for s in samples] == [False, True]
 
 
 async def test_reward_key_wraps_each_reward(stand_in: StandIn, pooled: None) -> None:
@@ -275,3 +342,15 @@ async def test_mixed_rm_types_against_the_real_service(reward_url: str, pooled: 
     ]
     rewards = await batched_rm(SimpleNamespace(rm_url=f"{reward_url}/score"), samples)
     assert rewards == [1.0, 0.0, 1.0, 1.0, -1.0, 1.0]
+
+
+async def test_a_group_against_the_real_service(reward_url: str, pooled: None) -> None:
+    """--group-rm against the real service: the group endpoint grades it, nothing removed."""
+    group = [SlimeSample("1+1?", f"so \\boxed{{{answer}}}", "2") for answer in (2, 3, 2, "2.0")]
+    assert await batched_rm(SimpleNamespace(rm_url=f"{reward_url}/score"), group) == [
+        1.0,
+        0.0,
+        1.0,
+        1.0,
+    ]
+    assert not any(s.remove_sample for s in group)

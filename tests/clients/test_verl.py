@@ -13,7 +13,7 @@ import pytest
 from reward_service.clients import verl
 from reward_service.testing import LiveServer
 
-KEYS = {"score", "status", "scorer"}
+KEYS = {"score", "status", "scorer", "loss_multiplier"}
 
 
 @pytest.fixture
@@ -26,9 +26,15 @@ def service(server: LiveServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Liv
 
 
 def test_compute_score_grades_through_the_service(service: LiveServer) -> None:
-    """A correct answer earns `{"score": 1.0, "status": "ok", "scorer": "math_verify"}`."""
+    """A correct answer earns score 1.0, status ok, from math_verify, not masked."""
     result = verl.compute_score("openai/gsm8k", "... so \\boxed{18}", "18", {"index": 3})
-    assert result == {"score": 1.0, "status": "ok", "scorer": "math_verify"}
+    assert result == {"score": 1.0, "status": "ok", "scorer": "math_verify", "loss_multiplier": 1.0}
+
+
+def test_a_sample_that_could_not_be_graded_is_masked(service: LiveServer) -> None:
+    """A null label is an `error`: its fallback score comes with loss_multiplier 0.0."""
+    result = verl.compute_score("math", "\\boxed{4}", None)
+    assert (result["status"], result["loss_multiplier"]) == ("error", 0.0)
 
 
 @pytest.mark.parametrize(

@@ -197,6 +197,12 @@ def test_answers_the_judge_gave_no_verdict_count_as_failed() -> None:
     assert openrlhf_answer(judged, [None, None])["extra_logs"]["reward_failed"] == [0.0, 1.0]
 
 
+def test_each_querys_loss_multiplier_is_logged() -> None:
+    """`extra_logs["loss_multiplier"]`: 1.0 for a verdict, 0.0 for a fallback, per query."""
+    scores = [Score.verdict(False), Score(0.0, Status.TIMEOUT), Score.no_answer("none")]
+    assert openrlhf_answer(scores, [None] * 3)["extra_logs"]["loss_multiplier"] == [1.0, 0.0, 1.0]
+
+
 ATOMS = [" ", "\n", "a", "b", "<", ">", "|", "[", "]", "/", "<s>", "[INST]", "<|im_end|>", "|>"]
 ATOMS += ["<|" + "a" * 60, "<\uff5cUser\uff5c>", "<think>", "<|endoftext|>" * 20, " " * 100]
 texts = st.lists(st.sampled_from(ATOMS), max_size=40).map("".join)

@@ -13,6 +13,7 @@ from reward_service.scorers import GradingLimits, ScorerRegistry
 from reward_service.scorers.answers.exact import ExactScorer
 from reward_service.scorers.code.run_code import RunCodeScorer
 from reward_service.scorers.code.scorer import CodeScorer
+from reward_service.scorers.composite import OPEN_R1, CompositeDefinition
 from reward_service.scorers.llm_judge.scorers import JudgeScorer
 from reward_service.scorers.llm_judge.settings import JudgeSettings
 from reward_service.scorers.registry import BUILTINS
@@ -119,3 +120,16 @@ def test_a_scorer_declaring_no_deadline_has_none_outside_an_engine() -> None:
     with pytest.raises(LookupError, match="no deadline for scorer 'exact'"):
         GradingLimits().deadline_for(ExactScorer)
     assert GradingLimits(deadlines={"exact": 4.0}).deadline_for(ExactScorer) == 4.0
+
+
+def test_a_composite_gets_the_longest_deadline_of_its_scorers() -> None:
+    """A composite grades each scorer component in turn: the longest of their deadlines,
+    unless a setting names the composite itself."""
+    mixed = CompositeDefinition.model_validate(
+        {"components": {"a": {"scorer": "math_verify"}, "c": {"scorer": "code"}}}
+    )
+    registry = ScorerRegistry(BUILTINS, composites={"mixed": mixed, "open_r1": OPEN_R1})
+    resolved = resolve_deadlines(Settings(scorer_deadlines={"math_verify": 5}), registry)
+    assert (resolved["mixed"], resolved["open_r1"]) == (30.0, 5.0)
+    named = resolve_deadlines(Settings(scorer_deadlines={"open_r1": 12}), registry)
+    assert named["open_r1"] == 12.0

@@ -30,6 +30,20 @@ def test_a_scorers_failure_is_its_answers_status(
     assert (score.status, score.details.get("reason")) == (status, reason)
 
 
+def test_a_scorer_raising_in_a_task_of_several_costs_only_its_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group or batch in one task: the answer the scorer raised on is `error`, the
+    others are graded one by one."""
+    monkeypatch.setattr(worker, "_registry", ScorerRegistry(FAKE))
+    scores = worker.grade("fake", [("p", r, None, {}) for r in ("1.0", "raise", "0.5")])
+    assert [(s.status, s.reward) for s in scores] == [
+        (Status.OK, 1.0),
+        (Status.ERROR, 0.0),
+        (Status.OK, 0.5),
+    ]
+
+
 def test_a_scorer_returning_too_few_scores_fails_each_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

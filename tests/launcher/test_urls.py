@@ -12,6 +12,7 @@ from reward_service.launcher.config import (
 )
 from reward_service.launcher.urls import (
     batch_url,
+    group_url,
     readyz_url,
     resolve_url,
     score_url,
@@ -115,6 +116,19 @@ def test_bad_variable_is_a_config_error(environ: dict[str, str]) -> None:
 def test_batch_url(url: str, expected: str) -> None:
     """The batch endpoint sits under the scoring URL, query kept."""
     assert batch_url(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://rm:8000/score", "http://rm:8000/score/group"),
+        ("http://rm:8000/t/tok/score/open_r1/", "http://rm:8000/t/tok/score/open_r1/group"),
+        ("http://rm:8000/score?detail=1", "http://rm:8000/score/group?detail=1"),
+    ],
+)
+def test_group_url(url: str, expected: str) -> None:
+    """The group endpoint sits under the scoring URL, query kept."""
+    assert group_url(url) == expected
 
 
 @pytest.mark.parametrize(

@@ -256,8 +256,11 @@ def test_boxed_dapo_by_label_object(boxed_server: LiveServer) -> None:
 
 
 def test_scorers_lists_boxed_forms(boxed_server: LiveServer) -> None:
-    """`GET /scorers` lists `boxed_<name>` beside each scorer, and nothing doubly boxed."""
-    names = httpx.get(f"{boxed_server.url}/scorers", timeout=10).json()["scorers"]
+    """`GET /scorers` lists `boxed_<name>` beside each scorer (composites aside), and
+    nothing doubly boxed."""
+    listing = httpx.get(f"{boxed_server.url}/scorers", timeout=10).json()
+    names, composites = listing["scorers"], set(listing["composites"])
     assert {"gpqa", "random", "boxed_f1", "boxed_dapo", "boxed_math_verify"} <= set(names)
-    assert {f"boxed_{name}" for name in names if not name.startswith("boxed_")} <= set(names)
+    scorers = [name for name in names if not name.startswith("boxed_") and name not in composites]
+    assert {f"boxed_{name}" for name in scorers} <= set(names)
     assert not [name for name in names if name.startswith("boxed_boxed_")]

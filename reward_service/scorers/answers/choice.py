@@ -124,6 +124,7 @@ class ChoiceScorer(Scorer):
     """1.0 when the response's option letter is the label's, else 0.0."""
 
     name = "choice"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
         "choices": None,
         "think": THINK_MODES,

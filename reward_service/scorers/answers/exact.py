@@ -29,6 +29,7 @@ class ExactScorer(Scorer):
     """1.0 when the whole response equals the label (whitespace-normalised), else 0.0."""
 
     name = "exact"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:

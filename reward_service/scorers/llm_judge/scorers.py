@@ -79,6 +79,7 @@ class JudgeScorer(AsyncScorer):
     """`judge`: is the final answer (the answer region, option `think`) equivalent to the label?"""
 
     name = "judge"
+    correct_is_label = True
     settings_model = JudgeSettings
     settings_name = "judge"
     deadline_s = 60.0

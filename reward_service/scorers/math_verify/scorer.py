@@ -171,6 +171,17 @@ _VerdictKey = tuple[str, tuple[str, ...], str]
 """(extraction mode, gold texts, normalised answer in `final` or the response in `any`)."""
 
 
+_WARM_UP: tuple[tuple[str, str, Mapping[str, JSON]], ...] = (
+    ("so $\\boxed{\\frac{3}{4}}$.", "0.75", NO_OPTIONS),
+    ("so $\\boxed{2\\sqrt{3}}$.", "\\sqrt{12}", NO_OPTIONS),
+    ("so $\\boxed{[1, 3)}$.", "[1,3)", NO_OPTIONS),
+    ("so $\\boxed{\\frac{\\pi}{3}}$.", "\\pi/3", NO_OPTIONS),
+    ("The final answer is $x^2 + 1$.", "x^2+1", NO_OPTIONS),
+    ("so $\\boxed{\\frac{1}{2}}$ or 0.5", "1/2", {"extraction": "any"}),
+)
+"""Answers that take each of the scorer's paths (fast, region, full; `any`) once."""
+
+
 def extraction_mode(options: Mapping[str, JSON]) -> str | None:
     """The `extraction` option's mode (default `final`), or None when it names no mode."""
     mode = options.get("extraction", FINAL)
@@ -187,6 +198,8 @@ class MathVerifyScorer(Scorer):
     """1.0 when math_verify finds the boxed answer equal to the gold, else 0.0."""
 
     name = "math_verify"
+    correct_is_label = True
+    grades_groups_together = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
         "extraction": EXTRACTION_MODES,
         "think": THINK_MODES,
@@ -217,6 +230,16 @@ class MathVerifyScorer(Scorer):
         """Whether math_verify timed out during the answer being graded."""
         self._golds: _BoundedCache[str, _Gold] = _BoundedCache(self.limits.cache_size)
         self._verdicts: _BoundedCache[_VerdictKey, _Verdict] = _BoundedCache(self.limits.cache_size)
+        self.stats = GradingStats()
+
+    def warm(self) -> None:
+        """Grade `_WARM_UP` (each grading path, both extraction modes), then forget it:
+        the first region parse in a process pays ~0.2-0.3 s of math_verify's and sympy's
+        lazy set-up, which would otherwise land on a worker's first real answers."""
+        for response, label, options in _WARM_UP:
+            self.score(None, response, label, options)
+        self._golds = _BoundedCache(self.limits.cache_size)
+        self._verdicts = _BoundedCache(self.limits.cache_size)
         self.stats = GradingStats()
 
     @classmethod

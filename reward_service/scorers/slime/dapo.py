@@ -106,6 +106,7 @@ class DapoScorer(Scorer):
     """1.0 when the last `Answer:` equals the label, else -1.0."""
 
     name = "dapo"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:

@@ -40,6 +40,7 @@ class DeepScalerScorer(Scorer):
     """1.0 when the boxed answer after the reasoning equals the label, else 0.0."""
 
     name = "deepscaler"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
         "think": frozenset({STRICT, REQUIRED, AFTER})
     }

@@ -132,6 +132,7 @@ class GpqaScorer(Scorer):
     """1.0 when the response picks the gold option (by letter or text), else 0.0."""
 
     name = "gpqa"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {
         "choices": None,
         "valid_letters": None,

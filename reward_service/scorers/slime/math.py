@@ -21,6 +21,7 @@ class MathScorer(Scorer):
     """1.0 when the last boxed answer equals the label (string or sympy), else 0.0."""
 
     name = "math"
+    correct_is_label = True
     options: ClassVar[Mapping[str, frozenset[str] | None]] = {"think": THINK_MODES}
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:

@@ -17,6 +17,7 @@ class RandomScorer(Scorer):
     """1.0 or 0.0 with equal chance, ignoring the answer."""
 
     name = "random"
+    deterministic = False
 
     def score(self, prompt: JSON, response: str, label: JSON, options: Mapping[str, JSON]) -> Score:
         # the random module reseeds itself in each forked worker
