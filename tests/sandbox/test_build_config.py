@@ -16,12 +16,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
 
 from reward_service.sandbox import Kind, Limits, Program
 from reward_service.sandbox.supervise import BuildWatch, descendants
 from reward_service.sandbox.toolchains import BUILD_HOME, TOOLCHAINS, Found, discover
 from reward_service.sandbox.zygote_client import ZygoteSandbox
+from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
 FOUND = discover(DEFAULT_TOOLCHAIN_PATH)
 LIMITS = Limits(time_s=5.0, memory_mb=256, output_bytes=1 << 16)

@@ -78,7 +78,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--results", type=Path, required=True)
     args = parser.parse_args()
-    from reward_service.scorers.code.code_settings import DEFAULT_TOOLCHAIN_PATH
+    from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
     with ZygoteSandbox(
         scratch_mb=64, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=list(TOOLCHAINS)
