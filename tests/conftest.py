@@ -23,6 +23,9 @@ TEST_ENV = {
     "REWARD_EXTRA_SCORERS": FAKE_SCORER,
     "REWARD_DEADLINE_S": "4",
     "REWARD_GRADER_TIMEOUT_S": "2",
+    # A worker's first instruction answer loads the checkers and langdetect's profiles
+    # (2 s of CPU): on a loaded test machine more than the tests' short deadline.
+    "REWARD_SCORER_DEADLINES": '{"ifeval": 15, "ifbench": 15}',
 }
 
 IN_CI = os.environ.get("REWARD_CI") == "1"
@@ -50,12 +53,20 @@ after another, from the start of the run, while the other workers run the rest."
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each file an xdist group of its own (`--dist loadgroup`: a module's live server starts
     once), but the files that take turns one group, first in the queue: the chain of turns
-    is the run's longest, so it starts at once; then the other slow files (Ray, the image
-    install), whose long waits overlap the rest; then the others, most tests first."""
+    is the run's longest, so it starts at once, its `alone` tests last (each waits for every
+    other worker's test in progress, so early they would idle two workers behind a Ray test);
+    then the other slow files (Ray, the image install); then the others, most tests first."""
     turns = {i.path for i in items for mark in ("alone", "heavy") if i.get_closest_marker(mark)}
     slow = {item.path for item in items if item.get_closest_marker("slow")} - turns
     sizes = Counter(item.path for item in items)
-    items.sort(key=lambda item: (item.path not in turns, item.path not in slow, -sizes[item.path]))
+    items.sort(
+        key=lambda item: (
+            item.path not in turns,
+            item.get_closest_marker("alone") is not None,
+            item.path not in slow,
+            -sizes[item.path],
+        )
+    )
     for item in items:
         group = TURNS if item.path in turns else item.path.relative_to(config.rootpath).as_posix()
         item.add_marker(pytest.mark.xdist_group(group))
