@@ -283,8 +283,10 @@ async def test_calls_in_flight_never_exceed_the_cap(stand_in: ChatStandIn) -> No
     stand_in.latency_s = 0.1
     async with judge(stand_in, concurrency=5) as scorer:
         scores = await asyncio.gather(*(grade(scorer, str(n)) for n in range(40)))
-        assert scorer.endpoint is not None and scorer.endpoint.most_in_flight <= 5
-    assert stand_in.calls == 40 and stand_in.most == 5
+        assert scorer.endpoint is not None and scorer.endpoint.most_in_flight == 5
+    # The stand-in's own count of calls at once is no measure here: it holds a call until its
+    # handler ends, after the answer was written, so on a loaded machine it sees 6 or 7.
+    assert stand_in.calls == 40
     assert sum(s.reward for s in scores) == 1.0, "only the answer 4 is correct"
 
 
