@@ -103,7 +103,20 @@ BUILD_PROCESSES = 16
 build of one package runs four at most, g++ five); past it the build is killed
 (`runtime_error`), as it is past its memory (`build_memory_mb`) summed over them all
 (`memory_limit`): `supervise.BuildWatch`."""
-_TOO_MANY_PROCESSES = f"sandbox: the build ran more than {BUILD_PROCESSES} processes\n".encode()
+
+
+def _ended_build(kind: str, seen: Seen, step: Step) -> bytes:
+    """The line a build's message starts with when the sandbox, not the compiler, ended it:
+    without it such a build is a `compile_error` with an empty message."""
+    if seen.build_exceeded == "processes":
+        return f"sandbox: the build ran more than {BUILD_PROCESSES} processes\n".encode()
+    if seen.build_exceeded == "memory":
+        return f"sandbox: the build held more than {step.memory_mb} MiB in all\n".encode()
+    if kind == "time_limit":
+        return f"sandbox: the build ran past its {step.time_s:g} s\n".encode()
+    if kind == "output_limit":
+        return b"sandbox: the build wrote past its output or scratch cap\n"
+    return b""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -426,7 +439,7 @@ class Zygote:
                 loaders.append(_keep_outputs(workdir, directory, toolchain.outputs))
 
         reply, seen = self.run(step, source, memoryview(b""), keep, files)
-        note = _TOO_MANY_PROCESSES if seen.build_exceeded == "processes" else b""
+        note = _ended_build(reply["kind"], seen, step)
         message = _private_copy(note, seen.stdout.head(BUILD_MESSAGE - len(note)))  # it quotes
         seen.close()
         failed = reply["kind"] != "ok" and reply["confinement"] is None

@@ -79,6 +79,7 @@ def test_a_compiler_that_runs_long_meets_the_build_time_limit(sandbox: ZygoteSan
     done = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30, build_time_s=1.0)
     assert done.build is not None and done.build.kind is Kind.TIME_LIMIT, done.build
     assert done.build.elapsed_s < 3.0 and not done.runs
+    assert done.build.stderr.startswith("sandbox: the build ran past its 1 s"), done.build
 
 
 def test_a_gigabyte_binary_meets_the_file_limit(sandbox: ZygoteSandbox) -> None:
