@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,6 @@ from tests.sandbox.harness import confine, platforms
 from tests.sandbox.harness.neighbours import HONEST_OUT, STREAMS
 from tests.sandbox.harness.platforms import PROFILES
 
-REPO = Path(__file__).resolve().parents[2]
 REAL_UID = "nonroot-real-uid"
 """uid 10001 of this machine itself, no namespaces: the kernel counts its tasks as a pod's."""
 VARIANTS = [*PROFILES, REAL_UID]
@@ -96,27 +95,9 @@ def found(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     variant: str = request.param
     if reason := _unavailable(variant):
         pytest.skip(reason)
-    tmp = Path(tempfile.mkdtemp(prefix=f"neighbours-{variant}-"))
-    tmp.chmod(0o777)  # the real uid writes its results here
-    try:
-        results, report = tmp / "results.jsonl", tmp / "confine.jsonl"
-        done = subprocess.run(
-            confine.command(report, _inner(variant, results), DEADLINE_S, fake_token=False),
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S + 30,
-        )
-        events = confine.read_report(results)
-        outer = confine.read_report(report)
-        logs = f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-        assert outer.get("probe", [{}])[0].get("ok"), f"not confined: {outer}\n{logs}"
-        assert not outer.get("watchdog"), outer["watchdog"]
-        assert done.returncode == 0 and "after" in events, logs
+    inner = functools.partial(_inner, variant)
+    with confine.confined_run(f"neighbours-{variant}-", inner, DEADLINE_S) as events:
         yield {name: found[0] for name, found in events.items()} | {"variant": variant}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _honest(outcomes: list[dict[str, Any]]) -> list[str]:

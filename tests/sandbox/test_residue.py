@@ -10,11 +10,7 @@ fork does not inherit (docs/sandbox.md, "Processes").
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +21,6 @@ from tests.sandbox.harness import confine, platforms
 from tests.sandbox.harness.platforms import PROFILES
 from tests.sandbox.harness.residue import PROGRAMS
 
-REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 240.0
 
 pytestmark = [
@@ -43,30 +38,13 @@ def residue(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, Any]
     profile: str = request.param
     if reason := platforms.unavailable(profile):
         pytest.skip(reason)
-    tmp = Path(tempfile.mkdtemp(prefix=f"residue-{profile}-"))
-    tmp.chmod(0o777)
-    try:
-        results, report = tmp / "results.jsonl", tmp / "confine.jsonl"
-        inner = [sys.executable, "-m", "tests.sandbox.harness.residue", "--results", str(results)]
-        done = subprocess.run(
-            confine.command(
-                report, platforms.command(profile, inner), DEADLINE_S, fake_token=False
-            ),
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S + 30,
-        )
-        events = confine.read_report(results)
-        outer = confine.read_report(report)
-        logs = f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-        assert outer.get("probe", [{}])[0].get("ok"), f"not confined: {outer}\n{logs}"
-        assert not outer.get("watchdog"), outer["watchdog"]
-        assert done.returncode == 0 and "after" in events, logs
+
+    def inner(results: Path) -> list[str]:
+        runner = [sys.executable, "-m", "tests.sandbox.harness.residue", "--results", str(results)]
+        return platforms.command(profile, runner)
+
+    with confine.confined_run(f"residue-{profile}-", inner, DEADLINE_S) as events:
         yield {event["language"]: event for event in events.get("residue", [])}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.mark.parametrize("language", list(PROGRAMS))

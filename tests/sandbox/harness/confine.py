@@ -30,12 +30,17 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.sandbox.harness import procs
+
+REPO = Path(__file__).resolve().parents[3]
+"""The checkout: a confined runner starts there, its modules importable."""
 
 TOKEN_PATH = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 PROBE_FAILED = 97
@@ -227,3 +232,33 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@contextlib.contextmanager
+def confined_run(
+    prefix: str, inner: Callable[[Path], list[str]], deadline_s: float
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """Run `inner(results)`, a runner's command line, confined (`command`) from the
+    repository, in a scratch directory the real uid may write; yield the events it wrote to
+    `results`, once the confinement's own probe proved it and nothing outlived its deadline."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    tmp.chmod(0o777)  # the real uid writes its results here
+    try:
+        results, report = tmp / "results.jsonl", tmp / "confine.jsonl"
+        done = subprocess.run(
+            command(report, inner(results), deadline_s, fake_token=False),
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=deadline_s + 30,
+        )
+        events = read_report(results)
+        outer = read_report(report)
+        logs = f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        assert outer.get("probe", [{}])[0].get("ok"), f"not confined: {outer}\n{logs}"
+        assert not outer.get("watchdog"), outer["watchdog"]
+        assert done.returncode == 0 and "after" in events, logs
+        yield events
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
