@@ -38,10 +38,19 @@ PORT_OPTIONS = (
 )
 
 
+_GIVEN: set[int] = set()
+
+
 def port() -> int:
-    """A free loopback port outside Ray's worker port range."""
-    while (found := free_port()) in RAY_WORKER_PORTS:
+    """A free loopback port outside Ray's worker port range, never one given before.
+
+    A port is free when asked and stays unbound until Ray binds it, so two asks
+    can get the same one back; Ray refuses to start when two of its components
+    share a port.
+    """
+    while (found := free_port()) in RAY_WORKER_PORTS or found in _GIVEN:
         pass
+    _GIVEN.add(found)
     return found
 
 

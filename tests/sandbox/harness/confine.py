@@ -14,6 +14,7 @@ With `--fake-token`, a size-limited tmpfs covers /run in this private mount
 namespace only, holding a service-account token whose text is the
 `HOSTILE_TOKEN_CANARY` variable (which CMD then does not inherit), world-readable
 as in a pod.
+A tmpfs of its own, in this mount namespace only, is CMD's `TMPDIR`.
 The report is JSON lines: probe, watchdog, leftovers, exit.
 """
 
@@ -49,6 +50,8 @@ MAX_RSS_BYTES = 6 << 30
 MAX_DISK_DROP_BYTES = 4 << 30
 BACKSTOP_FILE_BYTES = 2 << 30
 """Largest file anything here may write, should every inner bound fail."""
+PRIVATE_TMP_MB = 2048
+"""The tmpfs that is CMD's `TMPDIR` (`mount_private_tmp`)."""
 
 
 class Report:
@@ -126,6 +129,20 @@ def mount_fake_token(report: Report) -> None:
     TOKEN_PATH.write_text(os.environ.pop("HOSTILE_TOKEN_CANARY"))  # in the file only, as in a pod
     TOKEN_PATH.chmod(0o644)
     report.write("fake_token", path=str(TOKEN_PATH))
+
+
+def mount_private_tmp(report: Report, beside: Path) -> None:
+    """A tmpfs of its own as CMD's `TMPDIR`, in this mount namespace only (as a pod's
+    `emptyDir` that no other writer shares, which docs/sandbox.md asks for): where a profile
+    has no mount namespace the sandbox watches its file system's free space, and another
+    test's writing on the host's /tmp, a neighbour campaign's bombs among them, would
+    otherwise end this service's runs."""
+    path = beside / "tmp"
+    path.mkdir(mode=0o777, exist_ok=True)
+    options = f"size={PRIVATE_TMP_MB}m,mode=1777"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
+    os.environ["TMPDIR"] = str(path)
+    report.write("private_tmp", path=str(path), size_mb=PRIVATE_TMP_MB)
 
 
 def kill_namespace() -> int:
@@ -219,6 +236,7 @@ def main() -> int:
         return PROBE_FAILED
     if args.fake_token:
         mount_fake_token(report)
+    mount_private_tmp(report, args.report.parent)
     resource.setrlimit(resource.RLIMIT_FSIZE, (BACKSTOP_FILE_BYTES, BACKSTOP_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
