@@ -14,7 +14,8 @@ With `--fake-token`, a size-limited tmpfs covers /run in this private mount
 namespace only, holding a service-account token whose text is the
 `HOSTILE_TOKEN_CANARY` variable (which CMD then does not inherit), world-readable
 as in a pod.
-A tmpfs of its own, in this mount namespace only, is CMD's `TMPDIR`.
+A tmpfs of its own covers /tmp in this mount namespace only (the report's directory bound
+back where it was).
 The report is JSON lines: probe, watchdog, leftovers, exit.
 """
 
@@ -51,7 +52,7 @@ MAX_DISK_DROP_BYTES = 4 << 30
 BACKSTOP_FILE_BYTES = 2 << 30
 """Largest file anything here may write, should every inner bound fail."""
 PRIVATE_TMP_MB = 2048
-"""The tmpfs that is CMD's `TMPDIR` (`mount_private_tmp`)."""
+"""The tmpfs over CMD's /tmp (`mount_private_tmp`)."""
 
 
 class Report:
@@ -131,18 +132,24 @@ def mount_fake_token(report: Report) -> None:
     report.write("fake_token", path=str(TOKEN_PATH))
 
 
-def mount_private_tmp(report: Report, beside: Path) -> None:
-    """A tmpfs of its own as CMD's `TMPDIR`, in this mount namespace only (as a pod's
-    `emptyDir` that no other writer shares, which docs/sandbox.md asks for): where a profile
-    has no mount namespace the sandbox watches its file system's free space, and another
-    test's writing on the host's /tmp, a neighbour campaign's bombs among them, would
-    otherwise end this service's runs."""
-    path = beside / "tmp"
-    path.mkdir(mode=0o777, exist_ok=True)
+def mount_private_tmp(report: Report, keep: Path) -> None:
+    """A tmpfs of its own over /tmp, in this mount namespace only (as a pod's `emptyDir`
+    that no other writer shares, which docs/sandbox.md asks for): where a profile has no
+    mount namespace the sandbox watches the free space of /tmp, and other tests' writing
+    on the host's /tmp (a neighbour campaign's disk bombs among them) would otherwise end
+    this service's runs. `keep`, where the caller reads the reports, stays the host's
+    directory (bound back at its path)."""
+    held = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep.is_relative_to("/tmp") else None
     options = f"size={PRIVATE_TMP_MB}m,mode=1777"
-    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], check=True)
-    os.environ["TMPDIR"] = str(path)
-    report.write("private_tmp", path=str(path), size_mb=PRIVATE_TMP_MB)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", "/tmp"], check=True)
+    if held is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{held}", str(keep)],
+            check=True,
+        )
+        os.close(held)
+    report.write("private_tmp", size_mb=PRIVATE_TMP_MB, kept=str(keep))
 
 
 def kill_namespace() -> int:
@@ -236,7 +243,7 @@ def main() -> int:
         return PROBE_FAILED
     if args.fake_token:
         mount_fake_token(report)
-    mount_private_tmp(report, args.report.parent)
+    mount_private_tmp(report, args.report.resolve().parent)
     resource.setrlimit(resource.RLIMIT_FSIZE, (BACKSTOP_FILE_BYTES, BACKSTOP_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
