@@ -28,6 +28,9 @@ from reward_service.testing import free_port
 RAY_WORKER_PORTS = range(10002, 20000)
 NODE_RESOURCE = "reward_cpu"
 CPU_NODE_CPUS = 2
+WORKER_ATTEMPTS = 3
+"""A CPU node's `ray start` gives up when the head does not answer within 30 s (seen on a
+loaded machine: "Failed to get node info ... Deadline Exceeded"); it is started again."""
 PORT_OPTIONS = (
     "--node-manager-port",
     "--object-manager-port",
@@ -146,14 +149,21 @@ def local_cluster(cpu_node: bool = True) -> Iterator[LocalCluster]:
     try:
         cluster.nodes.append(_start(head, Path(temp_dir) / "head.log"))
         _wait(cluster, 1)
-        if cpu_node:
+        for attempt in range(WORKER_ATTEMPTS if cpu_node else 0):
             worker = [ray, "start", *common, "--address", f"127.0.0.1:{gcs_port}"]
             worker += ["--num-cpus", str(CPU_NODE_CPUS), "--num-gpus", "0"]
             worker += ["--resources", json.dumps({NODE_RESOURCE: CPU_NODE_CPUS})]
             for option in PORT_OPTIONS:
                 worker += [option, str(port())]
-            cluster.nodes.append(_start(worker, Path(temp_dir) / "cpu-node.log"))
-            _wait(cluster, 2)
+            log = Path(temp_dir) / f"cpu-node-{attempt}.log"
+            cluster.nodes.append(_start(worker, log))
+            try:
+                _wait(cluster, 2)
+                break
+            except RuntimeError:
+                if cluster.nodes[-1].poll() is None or attempt + 1 == WORKER_ATTEMPTS:
+                    raise
+                cluster.nodes.pop()  # it gave up on the head (a loaded machine): again
         yield cluster
     finally:
         left = cluster.stop()

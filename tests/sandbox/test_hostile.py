@@ -211,8 +211,9 @@ def test_the_attacks_work_where_no_sandbox_stops_them(tmp_path: Path) -> None:
         printed, reports = "", {}
         for name in CONTROLS:
             reports[name] = tmp_path / f"{name}.jsonl"
+            source = BY_NAME[name].source(target)
             command = confine.command(
-                reports[name], [sys.executable, "-c", BY_NAME[name].source(target)], 30
+                reports[name], [sys.executable, "-c", source], 30, private_tmp=False
             )
             printed += subprocess.run(
                 command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60

@@ -14,8 +14,8 @@ With `--fake-token`, a size-limited tmpfs covers /run in this private mount
 namespace only, holding a service-account token whose text is the
 `HOSTILE_TOKEN_CANARY` variable (which CMD then does not inherit), world-readable
 as in a pod.
-A tmpfs of its own covers /tmp in this mount namespace only (the report's directory bound
-back where it was).
+With `--private-tmp`, a tmpfs of its own covers /tmp in this mount namespace only (the
+report's directory bound back where it was).
 The report is JSON lines: probe, watchdog, leftovers, exit.
 """
 
@@ -81,9 +81,14 @@ def unavailable() -> str | None:
 
 
 def command(
-    report: Path, inner: list[str], deadline_s: float, fake_token: bool = True
+    report: Path,
+    inner: list[str],
+    deadline_s: float,
+    fake_token: bool = True,
+    private_tmp: bool = True,
 ) -> list[str]:
-    """The command line that runs `inner` confined, for a caller outside the namespace."""
+    """The command line that runs `inner` confined, for a caller outside the namespace;
+    without `private_tmp` it shares the host's /tmp (for a caller that looks there)."""
     unshare = shutil.which("unshare")
     if unshare is None:
         raise FileNotFoundError("unshare (util-linux) is not installed")
@@ -91,7 +96,8 @@ def command(
     line += [sys.executable, "-m", "tests.sandbox.harness.confine", "--report", str(report)]
     line += ["--outer-pidns", os.readlink("/proc/self/ns/pid")]
     line += ["--outer-mntns", os.readlink("/proc/self/ns/mnt"), "--deadline-s", str(deadline_s)]
-    return [*line, *(["--fake-token"] if fake_token else []), "--", *inner]
+    line += ["--fake-token"] if fake_token else []
+    return [*line, *(["--private-tmp"] if private_tmp else []), "--", *inner]
 
 
 def canaries() -> dict[str, str]:
@@ -233,6 +239,7 @@ def main() -> int:
     parser.add_argument("--outer-pidns", required=True)
     parser.add_argument("--outer-mntns", required=True)
     parser.add_argument("--fake-token", action="store_true")
+    parser.add_argument("--private-tmp", action="store_true")
     parser.add_argument("--deadline-s", type=float, default=300.0)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -243,7 +250,8 @@ def main() -> int:
         return PROBE_FAILED
     if args.fake_token:
         mount_fake_token(report)
-    mount_private_tmp(report, args.report.resolve().parent)
+    if args.private_tmp:
+        mount_private_tmp(report, args.report.resolve().parent)
     resource.setrlimit(resource.RLIMIT_FSIZE, (BACKSTOP_FILE_BYTES, BACKSTOP_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
