@@ -40,8 +40,6 @@ from reward_service.scorers.base import JSON, Score, Status
 
 FAILURE_CLASS = "_ng_failure_class"
 """NeMo Gym's field for a row whose reward is no verdict: routed to its failures file."""
-TASK_INDEX = "_ng_task_index"
-ROLLOUT_INDEX = "_ng_rollout_index"
 THINK_TAGS = ("<think>", "</think>")
 MAX_REWARD = 1e100
 """A reward to aggregate lies within +-MAX_REWARD (a body may hold 640-digit integers)."""

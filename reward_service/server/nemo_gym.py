@@ -1,8 +1,9 @@
 """NeMo Gym's resources-server routes: `/verify`, `/aggregate_metrics`, `/seed_session`.
 
 NeMo Gym builds a resources server's URL from its `host` and `port` alone and posts
-to `/verify` there, so one port serves one environment: the root routes serve the
-environment `REWARD_NEMO_GYM_ENVIRONMENT` names. Every environment is also served at
+to `/verify` there (`/ng-rollout/<rollout id>/verify` with its observability on), so
+one port serves one environment: the root routes serve the environment
+`REWARD_NEMO_GYM_ENVIRONMENT` names. Every environment is also served at
 `/nemo_gym/<environment>/...`, for clients that take a URL (a NeMo-RL environment,
 a proxy, a test). What each environment reads and answers is
 `reward_service.contracts.nemo_gym`'s; grading is the engine's, as for `/score`
@@ -34,6 +35,7 @@ from reward_service.server.endpoints import admitted, json_answer, unless_gone
 from reward_service.settings import Settings
 
 ROOT_SETTING = "REWARD_NEMO_GYM_ENVIRONMENT"
+ROLLOUT_PREFIX = "ng-rollout"
 MAX_AGGREGATE_STEPS = 20_000_000
 """Rollouts times the rollouts of the largest task (`rollout_metrics.cost`) one
 `/aggregate_metrics` may ask for: a few seconds of a thread. 500 tasks of 64 rollouts
@@ -122,14 +124,39 @@ _ROUTES: list[tuple[str, Endpoint, dict[str, Any], str]] = [
     ),
     ("seed_session", seed_session, openapi.NEMO_GYM_SEED, "NeMo Gym: start a rollout"),
 ]
+_ENVIRONMENT: dict[str, Any] = {
+    "name": "environment",
+    "in": "path",
+    "required": True,
+    "schema": {"enum": list(ENVIRONMENTS)},
+    "description": "The NeMo Gym resources server this route stands in for.",
+}
+_ROLLOUT_ID: dict[str, Any] = {
+    "name": "rollout_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string"},
+    "description": "NeMo Gym's rollout id, which it puts in front of a resources server's "
+    "paths when its observability is on.",
+}
 ROUTES: list[tuple[str, Endpoint, dict[str, Any], str]] = [
     *(
-        (f"/nemo_gym/{{environment}}/{name}", end, spec, summary)
+        (f"/nemo_gym/{{environment}}/{name}", end, {**spec, "parameters": [_ENVIRONMENT]}, summary)
         for name, end, spec, summary in _ROUTES
     ),
     *(
         (f"/{name}", end, spec, f"{summary} ({ROOT_SETTING})")
         for name, end, spec, summary in _ROUTES
     ),
+    *(
+        (
+            f"/{ROLLOUT_PREFIX}/{{rollout_id}}/{name}",
+            end,
+            {**spec, "parameters": [_ROLLOUT_ID]},
+            f"{summary} ({ROOT_SETTING}, NeMo Gym's rollout prefix)",
+        )
+        for name, end, spec, summary in _ROUTES
+    ),
 ]
-"""`(path, endpoint, OpenAPI operation, summary)` of NeMo Gym's POST routes."""
+"""`(path, endpoint, OpenAPI operation, summary)` of NeMo Gym's POST routes: by environment,
+at the root, and at the root behind NeMo Gym's `/ng-rollout/<id>` prefix."""

@@ -443,7 +443,7 @@ def describe(
 
     Routes without `{scorer}` also get `default_options()`, the query
     parameters of the default scorer's options, read when the schema is built.
-    The `plain` routes get their path's parameters only.
+    The `plain` routes get their spec's parameters, else their path's.
     """
     generate = app.openapi
 
@@ -466,7 +466,7 @@ def describe(
                     {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
                     for name in _PATH_PARAMETER.findall(path)
                 ]
-                operation = {**spec, "summary": summary, "parameters": named}
+                operation = {"parameters": named, **spec, "summary": summary}
                 document["paths"].setdefault(path, {})["post"] = operation
             app.openapi_schema = document
         return app.openapi_schema

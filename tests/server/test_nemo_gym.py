@@ -114,13 +114,14 @@ async def test_a_reward_in_the_request_is_never_paid(client: httpx.AsyncClient) 
 
 async def test_the_root_routes_serve_the_configured_environment(client: httpx.AsyncClient) -> None:
     """`/verify`, `/seed_session` and `/aggregate_metrics` at the root are the `math` ones,
-    as NeMo Gym calls a resources server at `host:port`."""
+    as NeMo Gym calls a resources server at `host:port` (behind `/ng-rollout/<id>` with
+    its observability on)."""
     seeded = await client.post("/seed_session", json={})
     assert (seeded.status_code, seeded.json()) == (200, {})
-    answer = await _verify(
-        client, "/verify", rollout("q", message("\\boxed{4}"), expected_answer="4")
-    )
-    assert answer["reward"] == 1.0 and answer["reward_detail"]["scorer"] == "math_verify"
+    body = rollout("q", message("\\boxed{4}"), expected_answer="4")
+    for path in ("/verify", "/ng-rollout/7:0/verify"):
+        answer = await _verify(client, path, body)
+        assert answer["reward"] == 1.0 and answer["reward_detail"]["scorer"] == "math_verify"
 
 
 async def test_math_with_judge_pays_math_verifys_verdict_without_a_judge_call(
@@ -197,6 +198,18 @@ async def test_instruction_rollouts_earn_what_nemo_gyms_server_gives(
     assert (answer["reward"], answer["follow_instruction_list"]) == (reward, followed)
 
 
+async def test_instructions_followed_only_in_reasoning_earn_nothing(
+    client: httpx.AsyncClient,
+) -> None:
+    """Reward hacking: a compliant text in the reasoning, a breaking one in the message."""
+    metadata = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [None], "prompt": "p"}
+    body = rollout(
+        "Write.", reasoning("no commas here"), message("Well, yes"), verifier_metadata=metadata
+    )
+    answer = await _verify(client, "/nemo_gym/instruction_following/verify", body)
+    assert (answer["reward"], answer["follow_all_instructions"]) == (0.0, False)
+
+
 async def test_ifbench_pays_the_strict_share_and_reports_the_loose_one(
     client: httpx.AsyncClient,
 ) -> None:
@@ -271,9 +284,9 @@ async def test_the_routes_are_in_the_openapi_schema(client: httpx.AsyncClient) -
     """Each NeMo Gym route is described, its environment a path parameter."""
     paths = (await client.get("/openapi.json")).json()["paths"]
     for name in ("verify", "aggregate_metrics", "seed_session"):
-        assert "post" in paths[f"/{name}"]
-        operation = paths[f"/nemo_gym/{{environment}}/{name}"]["post"]
-        assert [p["name"] for p in operation["parameters"]] == ["environment"]
+        assert "post" in paths[f"/{name}"] and "post" in paths[f"/ng-rollout/{{rollout_id}}/{name}"]
+        [parameter] = paths[f"/nemo_gym/{{environment}}/{name}"]["post"]["parameters"]
+        assert parameter["name"] == "environment" and "code_gen" in parameter["schema"]["enum"]
 
 
 async def test_unknown_environments_and_scorers_in_the_settings_stop_the_start() -> None:
