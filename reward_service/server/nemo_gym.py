@@ -31,7 +31,7 @@ from reward_service.errors import InvalidSetting, PayloadTooLarge, UnknownEnviro
 from reward_service.grading.engine import Graded, ScoringEngine
 from reward_service.grading.rollout_metrics import aggregate, cost
 from reward_service.server import openapi
-from reward_service.server.endpoints import admitted, json_answer, unless_gone
+from reward_service.server.endpoints import admitted, authorize, json_answer, unless_gone
 from reward_service.settings import Settings
 
 ROOT_SETTING = "REWARD_NEMO_GYM_ENVIRONMENT"
@@ -58,7 +58,9 @@ def _unknown(name: str) -> str:
 
 
 def environment_of(request: Request) -> tuple[Environment, str]:
-    """The route's environment (its path's, else the root one) and the scorer it grades with."""
+    """The route's environment (its path's, else the root one) and the scorer it grades with;
+    the token is checked first, so a request without it learns nothing of the environments."""
+    authorize(request)
     settings: Settings = request.app.state.settings
     name = request.path_params.get("environment", settings.nemo_gym_environment)
     if name is None:

@@ -329,3 +329,13 @@ async def test_a_composite_behind_an_environment_answers_reward_components(
         app.state.settings = served
     assert answer["reward_components"] == {"accuracy": 1.0, "format": 1.0, "tag_count": 1.0}
     assert (answer["reward"], answer["format"]) == (3.0, 1.0)
+
+
+async def test_the_token_is_asked_before_the_environment() -> None:
+    """With an API token set, a request without it is a 401 on every route, known or not."""
+    app = create_app(Settings(workers=1, api_token="s3cret", nemo_gym_environment="math"))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://g"
+    ) as bare:
+        for path in ("/verify", "/nemo_gym/nonesuch/verify", "/nemo_gym/math/aggregate_metrics"):
+            assert (await bare.post(path, json={})).status_code == 401, path
