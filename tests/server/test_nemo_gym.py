@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from reward_service.errors import InvalidSetting
 from reward_service.server.app import create_app
 from reward_service.settings import Settings
+from reward_service.testing import LiveServer
 from tests.contracts.nemo_gym_rollouts import message, reasoning, rollout
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -339,3 +340,12 @@ async def test_the_token_is_asked_before_the_environment() -> None:
     ) as bare:
         for path in ("/verify", "/nemo_gym/nonesuch/verify", "/nemo_gym/math/aggregate_metrics"):
             assert (await bare.post(path, json={})).status_code == 401, path
+
+
+async def test_a_rollout_over_a_real_socket(server: LiveServer) -> None:
+    """The suite's live server (a `reward-service serve` process) answers a NeMo Gym-shaped
+    verify over TCP as the in-process app does."""
+    body = rollout("q", reasoning("2 + 2"), message("so \\boxed{4}"), expected_answer="4")
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as remote:
+        answer = await _verify(remote, "/nemo_gym/math/verify", body)
+    assert (answer["reward"], answer["extracted_answer"]) == (1.0, "4")
