@@ -218,3 +218,23 @@ def test_aggregate_rows_leave_out_nemo_gyms_failures() -> None:
         aggregate_rows({"verify_responses": [{"reward": 10**400}]})
     with pytest.raises(BadRequest, match="verify_responses"):
         aggregate_rows({"rows": []})
+
+
+def test_a_judged_math_answer_reports_the_rules_reading_and_the_verdict() -> None:
+    """Under `math_judge`, the extracted answer and library reward are math_verify's, and the
+    judge's verdict is `judge_verdict`; aggregate scores name both as NeMo Gym does."""
+    body = rollout(QUESTION, message("Final answer: {7 / 5}"), expected_answer="1.4")
+    task = _read("math_with_judge", body)
+    judged = Score(
+        1.0,
+        Status.OK,
+        {"path": "judge", "verdict": "equivalent", "rule": {"status": "wrong", "pred": "7/5"}},
+    )
+    answer = _answer("math_with_judge", body, task, judged)
+    assert (answer["reward"], answer["library_reward"]) == (1.0, 0.0)
+    assert (answer["extracted_answer"], answer["judge_verdict"]) == ("7/5", "equivalent")
+    scores = ENVIRONMENTS["math_with_judge"].scores(answer)
+    assert scores == {"symbolic_accuracy": 0.0, "judge_accuracy": 1.0}
+    assert ENVIRONMENTS["math"].scores({"reward": 1.0, "library_reward": 1.0}) == {
+        "symbolic_accuracy": 1.0
+    }
