@@ -20,7 +20,9 @@ and `get_key_metrics` read them unchanged; every accuracy is a percentage:
 
 Beside them, `mean/`, `max/`, `min/`, `median/` and `std/` of every numeric field
 (booleans as 0 and 1, and the response's token usage), over all rollouts and per task.
-Answers are compared as their exact text, as NeMo Gym compares them.
+Majority votes compare answers in the group endpoint's canonical form (`0.5`, `1/2` and
+`\\frac{1}{2}` are one answer), as the scorers' answers are their text; NeMo Gym's
+math server votes on math_verify's printed values instead, which unify the same.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from itertools import accumulate
 from typing import Any
 
-from reward_service.grading.group_facts import pass_at_k
+from reward_service.grading.group_facts import answer_class, pass_at_k
 
 TASK_INDEX = "_ng_task_index"
 ROLLOUT_INDEX = "_ng_rollout_index"
@@ -103,8 +105,11 @@ def tasks_of(rows: Sequence[Row]) -> dict[int, list[Row]]:
 
 
 def _vote(answer: Any) -> Hashable:
-    """An answer as a vote: its text, or its JSON for anything else."""
-    if isinstance(answer, str | int | float):
+    """An answer as a vote: its text in the group endpoint's canonical form
+    (`group_facts.answer_class`), or its JSON for anything else."""
+    if isinstance(answer, str):
+        return answer_class(answer)
+    if isinstance(answer, int | float):
         return answer
     return json.dumps(answer, sort_keys=True, default=str)
 

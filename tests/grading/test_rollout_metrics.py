@@ -158,6 +158,14 @@ def test_aggregate_groups_rollouts_by_task() -> None:
     }
 
 
+def test_majority_votes_count_equal_numbers_as_one_answer() -> None:
+    """`0.5`, `1/2` and `\\frac{1}{2}` are one vote, outnumbering two votes for `1`."""
+    answers = [("0.5", 1.0), ("1", 0.0), ("1/2", 1.0), ("1", 0.0), ("\\frac{1}{2}", 1.0)]
+    task = [_voted(reward, answer) for answer, reward in answers]
+    metrics = pass_majority([task], lambda r: {"accuracy": r["reward"]}, "extracted_answer")
+    assert metrics["majority@5/accuracy"] == 100.0
+
+
 def test_cost_is_rollouts_times_the_largest_task() -> None:
     """What the cap on `/aggregate_metrics` counts."""
     rows = [{"_ng_task_index": t, "reward": 0} for t in (0, 0, 0, 1)]
