@@ -5,6 +5,7 @@
      │    ├── BadRequest          body is not a JSON object, bad field, bad scorer option
      │    ├── Unauthorized        missing or wrong API token
      │    ├── UnknownScorer       no scorer of that name
+     │    ├── UnknownEnvironment  no NeMo Gym environment of that name, or none set for root paths
      │    ├── RequestTimeout      body not received within body_timeout_s
      │    ├── ClientGone          the client hung up before its body or answer
      │    └── PayloadTooLarge     body or batch over its cap
@@ -58,6 +59,11 @@ class UnknownScorer(ClientError):
         super().__init__(f"unknown scorer {name!r}; known scorers: {', '.join(known)}")
         self.name = name
         self.known = list(known)
+
+
+class UnknownEnvironment(ClientError):
+    """No NeMo Gym environment of that name (or none set for the root paths); the message
+    lists the known ones."""
 
 
 class RequestTimeout(ClientError):

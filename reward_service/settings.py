@@ -142,6 +142,18 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Lowest level of the JSON log lines written to stderr."
     )
+    nemo_gym_environment: str | None = Field(
+        None,
+        description="The NeMo Gym environment (math, code_gen, ...) that root /verify, "
+        "/aggregate_metrics and /seed_session serve, NeMo Gym pointing at host:port only; "
+        "unset: those answer 404, /nemo_gym/<environment>/verify serves every one "
+        "(docs/frameworks.md).",
+    )
+    nemo_gym_scorers: dict[str, str] = Field(
+        default_factory=dict,
+        description='Scorer per NeMo Gym environment over its own, JSON {"math": "open_r1"}. '
+        "Checked at start-up.",
+    )
     scorers: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description='Scorers\' own settings, JSON {"code": {"time_limit_s": 1}}; each field f '

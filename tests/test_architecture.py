@@ -100,7 +100,7 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "sample": (("floor",), ()),
     "grading": (("floor", "settings", "scorers", "sample"), ()),
-    "contracts": (("floor", "sample"), ()),
+    "contracts": (("floor", "sample"), ("pydantic",)),  # nemo_gym, responses_api: request models
     "server": (
         ("floor", "settings", "sample", "contracts", "grading"),
         (*WEB, "orjson", "prometheus_client", "pydantic"),

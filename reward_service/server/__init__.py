@@ -2,6 +2,7 @@
 
 app           create_app: wires the engine, the middleware and the route tables
 endpoints     what each route does, and `admitted` (authorise, admit, read the body)
+nemo_gym      NeMo Gym's resources-server routes: /verify, /aggregate_metrics, /seed_session
 admission     the bound on requests in progress and the body bytes they hold
 bodies        a request body read within its cap, the byte budget and one deadline
 json_body     request bodies read as JSON with exact numbers

@@ -21,7 +21,7 @@ from starlette.types import Scope
 from reward_service import __version__
 from reward_service.errors import RewardServiceError
 from reward_service.grading.engine import ScoringEngine
-from reward_service.server import endpoints, openapi
+from reward_service.server import endpoints, nemo_gym, openapi
 from reward_service.server.admission import Admission
 from reward_service.server.bodies import BodyParser
 from reward_service.server.metrics import ServiceMetrics
@@ -124,13 +124,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.post("/run_code", summary="SandboxFusion's /run_code", openapi_extra=openapi.RUN_CODE)(
         endpoints.run_code
     )
-    app.router.routes += [_PlainRoute(path, end, methods=["POST"]) for path, end, _, _ in SCORING]
+    nemo_gym.check_settings(settings, engine.registry)
+    plain = [*SCORING, *nemo_gym.ROUTES]
+    app.router.routes += [_PlainRoute(path, end, methods=["POST"]) for path, end, _, _ in plain]
     openapi.describe(
         app,
         [(path, spec, summary) for path, _, spec, summary in SCORING],
         lambda: openapi.option_parameters(
             settings.default_scorer, engine.registry.scorer_class(settings.default_scorer).options
         ),
+        [(path, spec, summary) for path, _, spec, summary in nemo_gym.ROUTES],
     )
     for path, endpoint, summary in STATUS:
         # a route's name is in its operationId, the name generated clients call it by

@@ -53,9 +53,10 @@ _DETAIL = "detail"
 """The query parameter that asks for the detail object; every other one is a scorer option."""
 
 
-def _json(
+def json_answer(
     content: Any, status_code: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
+    """`content` as a JSON response (exact integers and lone surrogates from labels kept)."""
     try:
         data = orjson.dumps(content)
     except orjson.JSONEncodeError:  # an integer past 64 bits or a lone surrogate, from a label
@@ -72,7 +73,7 @@ async def service_error(request: Request, exc: RewardServiceError) -> Response:
         headers["Retry-After"] = str(exc.retry_after_s)
     if isinstance(exc, RequestTimeout):
         headers["Connection"] = "close"  # the rest of the body may still be on its way
-    return _json({"error": str(exc)}, status_of(exc), headers)
+    return json_answer({"error": str(exc)}, status_of(exc), headers)
 
 
 def authorize(request: Request) -> None:
@@ -189,7 +190,7 @@ async def score_one(request: Request) -> Response:
     async with admitted(request, scorer) as intake:
         grading = engine.grade(sample_from_json(intake.body), scorer, intake.options)
         graded = await unless_gone(request, grading)
-    return _json(graded.detail() if _wants_detail(request) else graded.reward)
+    return json_answer(graded.detail() if _wants_detail(request) else graded.reward)
 
 
 async def score_many(request: Request) -> Response:
@@ -209,7 +210,7 @@ async def score_many(request: Request) -> Response:
     answer: dict[str, Any] = {"rewards": [g.reward for g in graded]}
     if _wants_detail(request):
         answer["details"] = [g.detail() for g in graded]
-    return _json(answer)
+    return json_answer(answer)
 
 
 async def score_group(request: Request) -> Response:
@@ -234,7 +235,7 @@ async def score_group(request: Request) -> Response:
             {**g.detail(), "reward": reward}
             for g, reward in zip(graded.graded, graded.rewards, strict=True)
         ]
-    return _json(answer)
+    return json_answer(answer)
 
 
 async def get_reward(request: Request) -> Response:
@@ -246,7 +247,7 @@ async def get_reward(request: Request) -> Response:
         graded = await unless_gone(
             request, engine.grade_many(queries.samples, None, intake.options)
         )
-    return _json(openrlhf_answer([g.score for g in graded], queries.unlocated))
+    return json_answer(openrlhf_answer([g.score for g in graded], queries.unlocated))
 
 
 # The endpoints below are FastAPI routes, whose docstrings would become their OpenAPI
@@ -258,23 +259,23 @@ async def run_code(request: Request) -> Response:
     engine: ScoringEngine = request.app.state.engine
     async with admitted(request, takes_options=False) as intake:
         graded = await unless_gone(request, engine.grade(read_run_code(intake.body)))
-    return _json(run_code_answer(graded.score))
+    return json_answer(run_code_answer(graded.score))
 
 
 async def livez() -> Response:
-    return _json({"status": "alive"})
+    return json_answer({"status": "alive"})
 
 
 # `GET /v1/ping`: SandboxFusion's liveness check, answered as it answers ("pong", JSON).
 async def ping() -> Response:
-    return _json("pong")
+    return json_answer("pong")
 
 
 # `/readyz` and `/health`: 200 once the grading pool is warm and alive, else 503.
 async def readiness(request: Request) -> Response:
     if request.app.state.engine.ready:
-        return _json({"status": "ready", "workers": request.app.state.settings.workers})
-    return _json({"status": "not ready"}, 503)
+        return json_answer({"status": "ready", "workers": request.app.state.settings.workers})
+    return json_answer({"status": "not ready"}, 503)
 
 
 async def prometheus(request: Request) -> Response:
@@ -297,4 +298,4 @@ async def scorers(request: Request) -> Response:
     }
     if engine.checks:
         listing["checks"] = {name: check.report() for name, check in engine.checks.items()}
-    return _json(listing)
+    return json_answer(listing)

@@ -18,6 +18,7 @@ from reward_service.errors import (
     RequestTimeout,
     RewardServiceError,
     Unauthorized,
+    UnknownEnvironment,
     UnknownScorer,
 )
 
@@ -25,6 +26,7 @@ STATUS: dict[type[RewardServiceError], int] = {
     BadRequest: 400,  # body is not a JSON object, a bad field, a bad scorer option
     Unauthorized: 401,  # missing or wrong API token
     UnknownScorer: 404,  # no scorer of that name
+    UnknownEnvironment: 404,  # no NeMo Gym environment of that name, or none for root paths
     RequestTimeout: 408,  # body not received within body_timeout_s
     PayloadTooLarge: 413,  # body or batch over its cap
     ClientGone: 499,  # the client hung up before its body or answer (nginx's code)

@@ -7,12 +7,15 @@ what they get back, for /docs, schemathesis and client generators.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI
 
 from reward_service.scorers.base import Status
+
+_PATH_PARAMETER = re.compile(r"\{(\w+)\}")
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -218,6 +221,125 @@ OPENRLHF: dict[str, Any] = {
 }
 
 
+_ROLLOUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "responses_create_params": {
+            "type": "object",
+            "description": "The Responses-API request the policy model got; `input` is read "
+            "for the question.",
+            "properties": {"input": {"oneOf": [{"type": "string"}, {"type": "array"}]}},
+            "required": ["input"],
+        },
+        "response": {
+            "type": "object",
+            "description": "The model's Responses-API response: the final assistant message's "
+            "`output_text` is graded; reasoning items never are.",
+            "properties": {"output": {"type": "array", "items": {"type": "object"}}},
+            "required": ["output"],
+        },
+    },
+    "required": ["responses_create_params", "response"],
+    "additionalProperties": True,
+}
+NEMO_GYM_VERIFY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": _json(
+            {
+                **_ROLLOUT,
+                "description": "NeMo Gym's verify request: the rollout and the environment's "
+                "task fields (`expected_answer`, `question`, `verifier_metadata`, `options`, "
+                "`instruction_id_list`, ...; docs/frameworks.md).",
+            }
+        ),
+    },
+    "responses": {
+        "200": {
+            "description": "The request with `reward` set, the environment's fields, "
+            "`reward_components` for a scorer with several, `_ng_failure_class` for a "
+            "fallback reward, and `reward_detail`.",
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "reward": {"type": "number"},
+                        "reward_components": {
+                            "type": "object",
+                            "additionalProperties": {"type": "number"},
+                        },
+                        "_ng_failure_class": {"enum": ["timeout", "error", "judge_failed"]},
+                        "reward_detail": DETAIL,
+                    },
+                    "required": ["reward", "reward_detail"],
+                    "additionalProperties": True,
+                }
+            ),
+        },
+        "400": {"description": f"Not the environment's verify request, or {BAD_OPTION}."},
+        "404": {"description": "Unknown environment, or none set for the root paths."},
+        "408": {"description": BODY_TIMEOUT},
+        "413": {"description": "The body is over the size cap."},
+        "503": {"description": OVERLOADED},
+    },
+}
+NEMO_GYM_METRICS: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": _json(
+            {
+                "type": "object",
+                "properties": {
+                    "verify_responses": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "reward": {"type": "number"},
+                                "_ng_task_index": {"type": "integer"},
+                                "_ng_rollout_index": {"type": "integer"},
+                            },
+                            "required": ["reward"],
+                        },
+                    }
+                },
+                "required": ["verify_responses"],
+            }
+        ),
+    },
+    "responses": {
+        "200": {
+            "description": "NeMo Gym's AggregateMetrics: pass@k, majority@k and their "
+            "spread across runs (percentages), statistics of every numeric field.",
+            "content": _json(
+                {
+                    "type": "object",
+                    "properties": {
+                        "group_level_metrics": {"type": "array", "items": {"type": "object"}},
+                        "agent_metrics": {"type": "object"},
+                        "key_metrics": {"type": "object"},
+                    },
+                    "required": ["group_level_metrics", "agent_metrics", "key_metrics"],
+                }
+            ),
+        },
+        "400": {"description": 'Not `{"verify_responses": [...]}` with numeric rewards.'},
+        "404": {"description": "Unknown environment, or none set for the root paths."},
+        "408": {"description": BODY_TIMEOUT},
+        "413": {"description": "The body, or the rollouts times the largest task, over its cap."},
+        "503": {"description": OVERLOADED},
+    },
+}
+NEMO_GYM_SEED: dict[str, Any] = {
+    "requestBody": {"required": False, "content": _json({"type": "object"})},
+    "responses": {
+        "200": {"description": "`{}`: grading keeps no state per rollout."},
+        "404": {"description": "Unknown environment, or none set for the root paths."},
+        "503": {"description": OVERLOADED},
+    },
+}
+
+
 _RESULT: dict[str, Any] = {
     "type": ["object", "null"],
     "properties": {
@@ -315,11 +437,13 @@ def describe(
     app: FastAPI,
     routes: Sequence[tuple[str, dict[str, Any], str]],
     default_options: Callable[[], list[dict[str, Any]]],
+    plain: Sequence[tuple[str, dict[str, Any], str]] = (),
 ) -> None:
     """Add `(path, spec, summary)` POST operations to the schema FastAPI generates.
 
     Routes without `{scorer}` also get `default_options()`, the query
     parameters of the default scorer's options, read when the schema is built.
+    The `plain` routes get their spec's parameters, else their path's.
     """
     generate = app.openapi
 
@@ -336,6 +460,13 @@ def describe(
                 if not routed:
                     parameters += default_options()
                 operation = {**spec, "summary": summary, "parameters": parameters}
+                document["paths"].setdefault(path, {})["post"] = operation
+            for path, spec, summary in plain:
+                named = [
+                    {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                    for name in _PATH_PARAMETER.findall(path)
+                ]
+                operation = {"parameters": named, **spec, "summary": summary}
                 document["paths"].setdefault(path, {})["post"] = operation
             app.openapi_schema = document
         return app.openapi_schema
