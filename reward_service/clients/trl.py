@@ -30,9 +30,10 @@ component that a sample's answer does not hold (a label object routing that samp
 scorer that is not the composite) is None too: TRL's "does not apply".
 
 Completions are text, or conversational: a list of messages, of which the last
-assistant message with text is graded (tool results are not the model's words), its
-`reasoning_content` put back before it in a `<think>` block, as the model wrote it, when
-the chat template parsed it out. The label of each completion is its dataset row's
+assistant message is graded (tool results are not the model's words; a last turn cut
+short answers nothing, whatever an earlier turn said), its `reasoning_content` put back
+before it in a `<think>` block, as the model wrote it, when the chat template parsed it
+out. The label of each completion is its dataset row's
 `label_column`; a label object there routes or configures that sample as on `/score`.
 
 Requests go through `reward_service.clients.http`, whose `RetryPolicy` retries overload
@@ -89,7 +90,7 @@ def _text(content: Any) -> str:
 
 def response_text(completion: Any) -> str:
     """What the service grades of one TRL completion: the text itself, or the last
-    assistant message with text, its parsed-out reasoning back in a `<think>` block."""
+    assistant message, its parsed-out reasoning back in a `<think>` block."""
     if isinstance(completion, str):
         return completion
     messages = [completion] if isinstance(completion, Mapping) else completion
@@ -100,10 +101,7 @@ def response_text(completion: Any) -> str:
             continue
         content = _text(message.get("content"))
         reasoning = _text(message.get("reasoning_content") or message.get("thinking"))
-        if reasoning:
-            return f"<think>\n{reasoning}\n</think>\n{content}"
-        if content:
-            return content
+        return f"<think>\n{reasoning}\n</think>\n{content}" if reasoning else content
     return ""
 
 

@@ -261,13 +261,32 @@ async def test_async_functions_share_a_failure(stand_in: StandIn) -> None:
         ),
         ([{"role": "assistant", "content": "2"}, {"role": "tool", "content": "\\boxed{9}"}], "2"),
         ([{"role": "tool", "content": "\\boxed{9}"}], ""),
+        (
+            [
+                {"role": "assistant", "content": "\\boxed{2}", "tool_calls": [{"name": "calc"}]},
+                {"role": "tool", "content": "2"},
+                {"role": "assistant", "content": ""},
+            ],
+            "",
+        ),
         ([], ""),
     ],
-    ids=["text", "message", "parts", "reasoning", "tool-turns", "tool-last", "tool-only", "empty"],
+    ids=[
+        "text",
+        "message",
+        "parts",
+        "reasoning",
+        "tool-turns",
+        "tool-last",
+        "tool-only",
+        "cut-short",
+        "empty",
+    ],
 )
 def test_the_response_is_the_last_assistant_message(completion: Any, graded: str) -> None:
-    """A conversational completion is graded by its last assistant message with text, its
-    parsed-out reasoning back in a `<think>` block; a tool's output is never graded."""
+    """A conversational completion is graded by its last assistant message, its parsed-out
+    reasoning back in a `<think>` block; a tool's output, or an earlier turn's answer when
+    the last turn is empty (cut short), is never graded."""
     assert response_text(completion) == graded
 
 
@@ -321,8 +340,9 @@ def test_open_r1_components_from_the_live_service(server: LiveServer) -> None:
 
 def test_an_answer_only_in_reasoning_or_a_tool_earns_nothing(server: LiveServer) -> None:
     """Reasoning parsed out by the chat template goes back before `</think>`, where no
-    scorer reads a final answer, and a tool's output is not the model's: neither pays,
-    while the same answer in the model's own message does."""
+    scorer reads a final answer (a reasoning that closes the block itself closes it twice:
+    no answer), and a tool's output is not the model's: none pays, nor the prompt's
+    answer, while the same answer in the model's own message does."""
     rewards = ServiceRewards(server.url, scorer="math_verify")
     completions = [
         [{"role": "assistant", "reasoning_content": "so \\boxed{0.75}", "content": "done"}],
@@ -330,11 +350,12 @@ def test_an_answer_only_in_reasoning_or_a_tool_earns_nothing(server: LiveServer)
             {"role": "assistant", "content": "let me compute", "tool_calls": [{"name": "py"}]},
             {"role": "tool", "content": "\\boxed{0.75}"},
         ],
+        [{"role": "assistant", "reasoning_content": "x\n</think>\n\\boxed{0.75}", "content": ""}],
         [{"role": "assistant", "reasoning_content": "1/2 + 1/4", "content": "\\boxed{0.75}"}],
     ]
-    prompts = [[{"role": "user", "content": "1/2 + 1/4? Answer \\boxed{0.75}"}]] * 3
-    values = rewards.reward()(prompts=prompts, completions=completions, solution=["3/4"] * 3)
-    assert values == [0.0, 0.0, 1.0]
+    prompts = [[{"role": "user", "content": "1/2 + 1/4? Answer \\boxed{0.75}"}]] * 4
+    values = rewards.reward()(prompts=prompts, completions=completions, solution=["3/4"] * 4)
+    assert values == [0.0, 0.0, 0.0, 1.0]
     rewards.close()
 
 
