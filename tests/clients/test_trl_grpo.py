@@ -4,6 +4,8 @@ downloaded. Skips without torch and trl (CI's step 2 installs both)."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import re
 from collections.abc import Callable
@@ -24,7 +26,10 @@ tokenizers = pytest.importorskip("tokenizers")
 trl = pytest.importorskip("trl")
 datasets = pytest.importorskip("datasets")
 
-pytestmark = pytest.mark.filterwarnings("ignore")  # the trainer stack's own deprecations
+pytestmark = [  # the trainer stack's own deprecations (trl 1.13 on transformers 5)
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
 
 WORDS = ["\\boxed{1}", "\\boxed{2}", "<think>", "</think>", "<answer>", "</answer>", "1", "2", "+"]
 """The tiny vocabulary: a random policy writes right and wrong answers and stray tags."""
@@ -74,7 +79,16 @@ def _batch_requests(server: LiveServer) -> int:
 
 
 def _counted(function: Callable[..., Any], calls: list[str]) -> Callable[..., Any]:
-    """`function`, noting each call the trainer makes (TRL logs it by the same name)."""
+    """`function`, of the same kind and name (TRL tells them apart and logs them by both),
+    noting each call the trainer makes."""
+    if inspect.iscoroutinefunction(function):
+
+        async def awaited(**kwargs: Any) -> Any:
+            calls.append(function.__name__)
+            return await function(**kwargs)
+
+        awaited.__name__ = function.__name__
+        return awaited
 
     def counted(**kwargs: Any) -> Any:
         calls.append(function.__name__)
@@ -85,17 +99,23 @@ def _counted(function: Callable[..., Any], calls: list[str]) -> Callable[..., An
 
 
 @pytest.mark.slow
-def test_grpo_trains_on_the_live_service_rewards(server: LiveServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_grpo_trains_on_the_live_service_rewards(
+    server: LiveServer, tmp_path: Path, asynchronous: bool
+) -> None:
     """GRPOTrainer runs its steps with open_r1's components as three weighted reward
-    functions: one service request per trainer call for all three, the rewards logged
-    under the components' names, a null label masked, and the policy's weights moved."""
+    functions, plain or async (run on TRL's own event loop): one service request per
+    trainer call for all three, the rewards logged under the components' names, a null
+    label masked, and the policy's weights moved."""
     tokenizer = _tokenizer()
     model = _model(tokenizer)
     before = [p.detach().clone() for p in model.parameters()]
     dataset = datasets.Dataset.from_dict(
         {"prompt": ["1 + 1", "2 + 1", "1 + 2", "2 + 2"], "solution": ["2", None, "1", "2"]}
     )
-    rewards = ServiceRewards(server.url, scorer="open_r1", label_column="solution")
+    rewards = ServiceRewards(
+        server.url, scorer="open_r1", label_column="solution", asynchronous=asynchronous
+    )
     calls: list[str] = []
     functions = [_counted(f, calls) for f in rewards.components()]
     config = trl.GRPOConfig(
@@ -123,6 +143,8 @@ def test_grpo_trains_on_the_live_service_rewards(server: LiveServer, tmp_path: P
     )
     requests_before = _batch_requests(server)
     trainer.train()
+    if asynchronous:
+        asyncio.run_coroutine_threadsafe(rewards.aclose(), trainer.async_loop).result()
     rewards.close()
 
     logged = [entry for entry in trainer.state.log_history if "rewards/accuracy/mean" in entry]
