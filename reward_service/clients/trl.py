@@ -21,6 +21,8 @@ with `?detail=1` (in chunks only past `batch_size`), and every function of one
 `ServiceRewards` called with the same batch reads the answer its first call fetched, so
 three components cost one request and one grading per completion. A function called a
 second time with the same batch asks again (a batch that repeats is graded again).
+The plain functions pickle, and copies pickled together share one request in turn, as
+TRL's AsyncGRPOTrainer needs (it hands them to a spawned rollout process).
 
 A completion whose reward is a fallback (`loss_multiplier` 0: `timeout`, `error`,
 `judge_failed`) gets None from every function of the scorer. TRL leaves a None out of
@@ -179,12 +181,27 @@ class ServiceRewards:
             "batch_size": batch_size,
             "max_connections": 4,
         }
+        self._start()
+
+    def _start(self) -> None:
+        """The state of a live object: no client, no batch fetched yet."""
         self._lock = threading.Lock()
         self._fetched: _Fetched | None = None
         self._client: tuple[int, RewardClient] | None = None
         self._async_clients: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, AsyncRewardClient
         ] = weakref.WeakKeyDictionary()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The configuration only: a copy in another process opens its own clients."""
+        state = dict(self.__dict__)
+        for live in ("_lock", "_fetched", "_client", "_async_clients"):
+            del state[live]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._start()
 
     def reward(self, name: str | None = None) -> RewardFunction:
         """A function answering the scorer's reward (a composite's combined one); TRL logs
@@ -215,24 +232,17 @@ class ServiceRewards:
         return [str(name) for name in found]
 
     def _function(self, component: str | None, name: str) -> RewardFunction:
-        reader = component or ""
-        if self.asynchronous:
+        if not self.asynchronous:
+            return _ServiceReward(self, component, name)
 
-            async def scored(
-                prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
-            ) -> Rewards:
-                details = await self.agrade(prompts, completions, columns, reader=reader)
-                return [_value(detail, component) for detail in details]
-
-            scored.__name__ = scored.__qualname__ = name
-            return scored
-
-        def graded(prompts: Sequence[Any], completions: Sequence[Any], **columns: Any) -> Rewards:
-            details = self.grade(prompts, completions, columns, reader=reader)
+        async def scored(
+            prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
+        ) -> Rewards:
+            details = await self.agrade(prompts, completions, columns, reader=component or "")
             return [_value(detail, component) for detail in details]
 
-        graded.__name__ = graded.__qualname__ = name
-        return graded
+        scored.__name__ = scored.__qualname__ = name
+        return scored
 
     def items(
         self, prompts: Sequence[Any], completions: Sequence[Any], columns: Mapping[str, Any]
@@ -336,6 +346,27 @@ class ServiceRewards:
         client = self._async_clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.aclose()
+
+
+class _ServiceReward:
+    """A plain reward function of a `ServiceRewards`: a callable object rather than a closure,
+    so that it pickles (TRL's AsyncGRPOTrainer hands its reward functions to a spawned
+    rollout process; functions pickled together keep sharing one `ServiceRewards`). An
+    async function cannot be one: Python 3.11 sees no coroutine function in an object."""
+
+    def __init__(self, rewards: ServiceRewards, component: str | None, name: str) -> None:
+        self.rewards = rewards
+        self.component = component
+        self.__name__ = name
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **columns: Any
+    ) -> Rewards:
+        details = self.rewards.grade(prompts, completions, columns, reader=self.component or "")
+        return [_value(detail, self.component) for detail in details]
+
+    def __repr__(self) -> str:
+        return f"<reward function {self.__name__!r} of {self.rewards.url}>"
 
 
 def _log(details: list[dict[str, JSON]], columns: Mapping[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import pickle
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -109,6 +110,19 @@ def test_a_function_called_again_asks_again(stand_in: StandIn, rewards: ServiceR
     call(accuracy, ["1"], ["1"])
     call(rewards.component("format"), ["2"], ["1"])
     assert stand_in.paths() == [BATCH] * 3
+
+
+def test_plain_functions_pickle_and_keep_sharing(
+    stand_in: StandIn, rewards: ServiceRewards
+) -> None:
+    """Plain functions pickle together, clients open or not (TRL's AsyncGRPOTrainer sends
+    them to a spawned process), and the copies share one request, on a client of their own."""
+    functions = rewards.components("accuracy", "format")
+    call(functions[0], ["1"], ["1"])
+    copies = pickle.loads(pickle.dumps(functions))
+    assert [copy.__name__ for copy in copies] == ["accuracy", "format"]
+    assert [call(copy, ["1", "2"], ["1", "1"]) for copy in copies] == [[1.0, 0.0], [0.5, 0.5]]
+    assert stand_in.paths() == [BATCH, BATCH]
 
 
 def test_functions_carry_the_names_trl_logs(rewards: ServiceRewards) -> None:

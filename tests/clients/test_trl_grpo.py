@@ -5,10 +5,8 @@ downloaded. Skips without torch and trl (CI's step 2 installs both)."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,8 @@ pytestmark = [  # the trainer stack's own deprecations (trl 1.13 on transformers
 WORDS = ["\\boxed{1}", "\\boxed{2}", "<think>", "</think>", "<answer>", "</answer>", "1", "2", "+"]
 """The tiny vocabulary: a random policy writes right and wrong answers and stray tags."""
 STEPS = 3
+NAMES = ("accuracy", "format", "tag_count")
+"""open_r1's components: one reward function each, logged by TRL under its name."""
 NUM_GENERATIONS = 4
 
 
@@ -78,26 +78,6 @@ def _batch_requests(server: LiveServer) -> int:
     return int(sum(float(v) for v in re.findall(pattern, text, re.MULTILINE)))
 
 
-def _counted(function: Callable[..., Any], calls: list[str]) -> Callable[..., Any]:
-    """`function`, of the same kind and name (TRL tells them apart and logs them by both),
-    noting each call the trainer makes."""
-    if inspect.iscoroutinefunction(function):
-
-        async def awaited(**kwargs: Any) -> Any:
-            calls.append(function.__name__)
-            return await function(**kwargs)
-
-        awaited.__name__ = function.__name__
-        return awaited
-
-    def counted(**kwargs: Any) -> Any:
-        calls.append(function.__name__)
-        return function(**kwargs)
-
-    counted.__name__ = function.__name__
-    return counted
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 def test_grpo_trains_on_the_live_service_rewards(
@@ -116,8 +96,8 @@ def test_grpo_trains_on_the_live_service_rewards(
     rewards = ServiceRewards(
         server.url, scorer="open_r1", label_column="solution", asynchronous=asynchronous
     )
-    calls: list[str] = []
-    functions = [_counted(f, calls) for f in rewards.components()]
+    functions = rewards.components()
+    assert [f.__name__ for f in functions] == list(NAMES)
     config = trl.GRPOConfig(
         output_dir=str(tmp_path),
         max_steps=STEPS,
@@ -149,9 +129,8 @@ def test_grpo_trains_on_the_live_service_rewards(
 
     logged = [entry for entry in trainer.state.log_history if "rewards/accuracy/mean" in entry]
     assert len(logged) == STEPS
-    assert calls == ["accuracy", "format", "tag_count"] * STEPS
+    assert all(f"rewards/{name}/mean" in entry for name in NAMES for entry in logged)
     assert _batch_requests(server) - requests_before == STEPS
-    assert all(f"rewards/{name}/mean" in logged[0] for name in ("format", "tag_count"))
     assert any(entry.get(MASKED_METRIC, 0.0) > 0.0 for entry in logged)  # the null label's row
     after = list(model.parameters())
     assert any(not torch.equal(b, a.detach()) for b, a in zip(before, after, strict=True))
