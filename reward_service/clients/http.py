@@ -263,7 +263,13 @@ class RewardClient(_Client[httpx.Client]):
 
     def post(self, url: str, body: JSON, params: Mapping[str, str] | None = None) -> JSON:
         """POST `body` to `url` (a path, or an absolute URL) with retries; the JSON answer."""
-        request = self._http.build_request("POST", url, json=body, params=params)
+        return self._send(self._http.build_request("POST", url, json=body, params=params))
+
+    def get(self, url: str) -> JSON:
+        """GET `url` (a path, or an absolute URL) with retries; the JSON answer."""
+        return self._send(self._http.build_request("GET", url))
+
+    def _send(self, request: httpx.Request) -> JSON:
         attempts = self.retry.track(str(request.url))
         while True:
             wait: float | None
