@@ -1,9 +1,10 @@
-"""Compiled languages: where each toolchain is, how it builds a program, how the build runs.
+"""Languages beyond Python: where each toolchain is, how it builds a program, how it runs.
 
 Stdlib only (the zygote imports it). A language is a `Toolchain`: a build
-step (the compiler, or for JavaScript a syntax check) run once per program
-in a confined run of its own, and a launch (the binary, or the JVM or Node
-on the build) exec'd by every run of that program. `discover` finds the
+step (the compiler) run once per program in a confined run of its own, and
+a launch (the binary, or the JVM on the build) exec'd by every run of that
+program; a language without a build (JavaScript, an `Interpreter`: Ruby,
+PHP, Perl, Lua) has its runtime exec'd on the source by every run. `discover` finds the
 tools in the service's PATH, in a grading worker (the zygote has no
 environment), and resolves them to the files the runs exec (a rustup proxy
 to its toolchain's rustc); what it finds reaches the zygote as JSON.
@@ -153,16 +154,39 @@ class Cpp(Toolchain):
     def discover(self, path: str) -> Found | str:
         """g++, and gold where binutils has it: C++ links faster with it (a static build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
-        found = super().discover(path)
-        gold = which("ld.gold", BUILD_PATH)
-        if isinstance(found, str) or gold is None:
-            return found
-        return Found({**found.tools, "ld.gold": os.path.realpath(gold)}, found.reads)
+        return _with_gold(super().discover(path))
 
     @staticmethod
     def pch_flags(dialect: str) -> list[str]:
         """What a precompiled `bits/stdc++.h` is built with: a build of `dialect` uses it."""
         return [f"-std={dialect}", "-O2", "-x", "c++-header"]
+
+
+def _with_gold(found: Found | str) -> Found | str:
+    gold = which("ld.gold", BUILD_PATH)
+    if isinstance(found, str) or gold is None:
+        return found
+    return Found({**found.tools, "ld.gold": os.path.realpath(gold)}, found.reads)
+
+
+class C(Toolchain):
+    """gcc, linked dynamically as C++ is (`Cpp`): SandboxFusion has no C runner; the
+    service's own, with gcc's default standard (`gnu17`) first."""
+
+    language = "c"
+    tools = ("gcc",)
+    dialects = ("gnu17", "c17", "c11", "c99", "gnu11", "gnu99", "c2x", "gnu2x")
+    source_file = "main.c"
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["gcc", f"-std={dialect}", "-O2", "-pipe", "-fmax-errors=20"]
+        argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
+        argv += [source_name, "-o", "main", "-lm"]
+        return Command(found.tools["gcc"], argv, {"PATH": BUILD_PATH})
+
+    def discover(self, path: str) -> Found | str:
+        """gcc, and gold where binutils has it (`Cpp.discover`)."""
+        return _with_gold(super().discover(path))
 
 
 class Rust(Toolchain):
@@ -338,8 +362,95 @@ _NODE_ENV = {"OPENSSL_CONF": "/dev/null"}
 read (landlock without a mount namespace): an empty one instead."""
 
 
+UTF8_LOCALE = {"LANG": "C.UTF-8"}
+"""An interpreter's locale: UTF-8 text (Ruby's strings, R's), from glibc's own C.UTF-8
+(under /usr, no locale data to install); the zygote's environment has none."""
+
+
+class Interpreter(Toolchain):
+    """A runtime that reads the program's file, no build: its command on the source as
+    SandboxFusion runs it (`ruby main.rb`), so a syntax error is the run's failure (the
+    runtime's exit status, its message in stderr). Each run execs the runtime once under
+    the `exec` filter, as a JavaScript run execs node."""
+
+    builds = False
+    flags: tuple[str, ...] = ()
+    """The runtime's options, before the script's name."""
+    names: tuple[str, ...] = ()
+    """The names the runtime is looked up by, in order (Debian's `lua5.4` has a `lua`
+    alternative only where one was chosen); by default `tools`."""
+    config_dirs: tuple[str, ...] = ()
+    """Configuration it reads at start outside the system's directories (PHP's `/etc/php`):
+    read paths of every run where they exist."""
+    version_flags: tuple[str, ...] = ("--version",)
+
+    def discover(self, path: str) -> Found | str:
+        for name in self.names or self.tools:
+            where = which(name, path)
+            if where is not None:
+                reads = [d for d in self.config_dirs if os.path.isdir(d)]
+                return Found({self.tools[0]: os.path.realpath(where)}, reads)
+        return f"{' or '.join(self.names or self.tools)} not found in the toolchain path"
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        tool = self.tools[0]
+        argv = [tool, *self.flags, os.path.join(build_dir, source_name)]
+        return Command(found.tools[tool], argv, dict(UTF8_LOCALE))
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        """The first line the runtime prints of its version (Perl's starts blank)."""
+        done = run_tool([tools[self.tools[0]], *self.version_flags], {"PATH": BUILD_PATH})
+        text = (done.stdout or done.stderr).decode(errors="replace")
+        return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+class Ruby(Interpreter):
+    """`ruby main.rb`, with RubyGems as SandboxFusion's (a `require` of a bundled gem works)."""
+
+    language = "ruby"
+    tools = ("ruby",)
+    source_file = "main.rb"
+    memory_errors = (b"NoMemoryError", b"failed to allocate memory")
+    runtime_mb = 128  # ruby 3.1 maps 75 MB before the program's first line
+
+
+class Php(Interpreter):
+    """`php -f main.php`, the system's `php.ini` and its extensions (`/etc/php`)."""
+
+    language = "php"
+    tools = ("php",)
+    flags = ("-f",)
+    source_file = "main.php"
+    config_dirs = ("/etc/php",)
+    memory_errors = (b"Allowed memory size of", b"Out of memory")
+    runtime_mb = 128  # php 8.2 maps 67 MB (ICU's data among it) before the program starts
+
+
+class Perl(Interpreter):
+    """`perl main.pl`; Debian's `@INC` starts at `/etc/perl`."""
+
+    language = "perl"
+    tools = ("perl",)
+    source_file = "main.pl"
+    config_dirs = ("/etc/perl",)
+    memory_errors = (b"Out of memory",)
+    runtime_mb = 16  # perl 5.36 maps 8 MB at start
+
+
+class Lua(Interpreter):
+    """`lua main.lua`: `lua`, else Debian's versioned names, newest first."""
+
+    language = "lua"
+    tools = ("lua",)
+    names = ("lua", "lua5.4", "lua5.3", "lua5.2", "lua5.1")
+    source_file = "main.lua"
+    memory_errors = (b"not enough memory",)
+    version_flags = ("-v",)
+
+
 TOOLCHAINS: dict[str, Toolchain] = {
-    toolchain.language: toolchain for toolchain in (Cpp(), Java(), Go(), JavaScript(), Rust())
+    toolchain.language: toolchain
+    for toolchain in (Cpp(), Java(), Go(), JavaScript(), Rust(), C(), Ruby(), Php(), Perl(), Lua())
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""
 

@@ -238,8 +238,8 @@ RUN_CODE: dict[str, Any] = {
                     "code": {"type": "string"},
                     "language": {
                         "type": "string",
-                        "description": "`python` (`python3`), `cpp`, `java`, `go`, `nodejs` "
-                        "(`javascript`) or `rust`.",
+                        "description": "`python` (`python3`), `cpp`, `c`, `java`, `go`, "
+                        "`nodejs` (`javascript`), `rust`, `ruby`, `php`, `perl` or `lua`.",
                     },
                     "stdin": {"type": ["string", "null"]},
                     "compile_timeout": {"type": "number", "default": 10},

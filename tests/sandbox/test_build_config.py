@@ -76,6 +76,16 @@ def test_gxx_takes_no_header_and_no_spec_from_the_files(sandbox: ZygoteSandbox) 
     assert printed(sandbox, "cpp", source, files) == "plain\n"
 
 
+@needs("c")
+def test_gcc_takes_no_header_and_no_spec_from_the_files(sandbox: ZygoteSandbox) -> None:
+    """C as C++: files named like system headers and gcc's spec and tools replace none."""
+    source = '#include <stdio.h>\nint main(void) { puts("plain"); return 0; }\n'
+    broken = "#error configured\n"
+    files = {"stdio.h": broken, "specs": "*cc1:\n-Dconfigured\n"}
+    files |= {"as": "#!/bin/sh\necho configured\n", "ld": "#!/bin/sh\necho configured\n"}
+    assert printed(sandbox, "c", source, files) == "plain\n"
+
+
 @needs("rust")
 def test_rustc_reads_no_cargo_configuration_from_the_files(sandbox: ZygoteSandbox) -> None:
     """`.cargo/config.toml` and a `lib/rustlib` beside the source change nothing."""
@@ -120,9 +130,12 @@ def test_python_runs_no_site_or_user_customization_from_the_files(
 
 
 def test_every_compiled_language_has_a_configuration_test() -> None:
-    """A new toolchain comes with a test of what its build reads."""
-    tested = {"go", "cpp", "rust", "java", "javascript"}
-    assert set(TOOLCHAINS) <= tested
+    """A new toolchain with a build comes with a test of what its build reads. (A runtime
+    with none, Ruby's or Perl's, reads what it reads inside the program's own run, under
+    the program's confinement: a file it takes for configuration gains nothing the
+    program's own code has not.)"""
+    tested = {"go", "cpp", "rust", "java", "javascript", "c"}
+    assert {name for name, toolchain in TOOLCHAINS.items() if toolchain.builds} <= tested
 
 
 def _tree(children: int, megabytes: int) -> subprocess.Popen[str]:

@@ -23,7 +23,8 @@ from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 
 SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
-FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust"}
+FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
+FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -95,6 +96,54 @@ fn main() {
     println!("{}", v[1] + v[2]);
 }
 """,
+    "c": """\
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void) {
+    long long m, a, b;
+    if (scanf("%lld %lld %lld", &m, &a, &b) != 3) return 1;
+    if (m == 1) { volatile long long x = 0; for (;;) x++; }
+    while (m == 2) {
+        char *block = malloc(1 << 20);
+        if (block == NULL) { fputs("out of memory\\n", stderr); return 3; }
+        memset(block, 1, 1 << 20);
+    }
+    printf("%lld\\n", a + b);
+    return 0;
+}
+""",
+    "ruby": """\
+m, a, b = $stdin.read.split.map(&:to_i)
+loop {} if m == 1
+if m == 2
+  held = []
+  loop { held << "x" * (1 << 20) }
+end
+puts a + b
+""",
+    "php": """\
+<?php
+fscanf(STDIN, "%d %d %d", $m, $a, $b);
+if ($m == 1) { for (;;) {} }
+if ($m == 2) { $held = []; for (;;) { $held[] = str_repeat("x", 1 << 20); } }
+echo $a + $b, "\\n";
+""",
+    "perl": """\
+my ($m, $p, $q) = split " ", do { local $/; <STDIN> };
+if ($m == 1) { my $x = 0; while (1) { $x++ } }
+if ($m == 2) { my @held; while (1) { push @held, "x" x (1 << 20) } }
+print $p + $q, "\\n";
+""",
+    "lua": """\
+local m, a, b = io.read("*n", "*n", "*n")
+if m == 1 then local x = 0 while true do x = x + 1 end end
+if m == 2 then
+  local held = {}
+  while true do held[#held + 1] = string.rep("x", 1048576) .. #held end
+end
+print(a + b)
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -102,7 +151,15 @@ BROKEN = {
     "go": "package main\n\nfunc main() { x := }\n",
     "javascript": "const x = ;\n",
     "rust": 'fn main() { let x: i32 = "no"; }\n',
+    "c": "int main(void) { return undeclared; }\n",
+    "ruby": "def broken(\n",
+    "php": "<?php $x = ;\n",
+    "perl": "my $x = ;\n",
+    "lua": "local x = \n",
 }
+OWN_FAILURE = {("c", "hog"): "runtime_error"}
+"""Where a case ends otherwise: C's `malloc` answers NULL at the address-space limit, and a
+C program's own exit is its failure (no runtime says `out of memory` for it)."""
 SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"]}
 CASES = {
     "correct": (SUMS, 1.0, Status.OK, None),
@@ -150,6 +207,7 @@ def test_a_generated_task_grades_in_every_language(
 ) -> None:
     """Correct is 1.0, a wrong answer 0.0, a spinner `time_limit`, a hog `memory_limit`."""
     label, reward, status, kind = CASES[case]
+    kind = OWN_FAILURE.get((language, case), kind)
     score = polyglot.score("p", _fenced(language, PROGRAMS[language]), label, {})
     assert (score.reward, score.status) == (reward, status), score.details
     assert score.details["language"] == language
@@ -171,10 +229,16 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
     assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
 
 
-@pytest.mark.parametrize("language", [_language("javascript")])
-def test_a_javascript_syntax_error_fails_its_first_run(polyglot: CodeScorer, language: str) -> None:
-    """JavaScript has no build (node runs the file, as SandboxFusion runs it): a syntax
-    error is the first test's `runtime_error` (exit 1), 0.0, and no other test runs."""
+SCRIPTED = [_language(name) for name in PROGRAMS if not TOOLCHAINS[name].builds]
+
+
+@pytest.mark.parametrize("language", SCRIPTED)
+def test_a_syntax_error_fails_the_first_run_where_nothing_is_built(
+    polyglot: CodeScorer, language: str
+) -> None:
+    """JavaScript, Ruby, PHP, Perl and Lua have no build (the runtime runs the file, as
+    SandboxFusion runs it): a syntax error is the first test's `runtime_error` (the
+    runtime's exit status), 0.0, and no other test runs."""
     score = polyglot.score("p", _fenced(language, BROKEN[language]), SUMS, {})
     assert (score.reward, score.status) == (0.0, Status.WRONG), score.details
     failure = score.details["first_failure"]
