@@ -18,7 +18,9 @@ from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
-FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript", "java"])
+FOUND = discover(
+    SETTINGS.toolchain_path, ["cpp", "javascript", "java", "ruby", "php", "perl", "lua"]
+)
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -258,6 +260,63 @@ def test_a_javascript_syntax_error_is_a_failed_run(scorer: RunCodeScorer) -> Non
     run = score.details["run"]
     assert (score.status, score.details["compile"]) == (Status.WRONG, None)
     assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", 1, "")
+
+
+SCRIPTS = {
+    "ruby": (
+        "require_relative 'helper'\nputs helper(gets.to_i)\nexit 3\n",
+        {"helper.rb": "def helper(n)\n  n * 2\nend\n"},
+        "def broken(\n",
+    ),
+    "php": (
+        '<?php require "helper.php"; echo helper((int) fgets(STDIN)), "\\n"; exit(3);',
+        {"helper.php": "<?php function helper($n) { return $n * 2; }"},
+        "<?php $x = ;",
+    ),
+    "perl": (
+        'use lib "."; use Helper; print Helper::twice(scalar <STDIN>), "\\n"; exit 3;',
+        {"Helper.pm": "package Helper; sub twice { $_[0] * 2 } 1;"},
+        "my $x = ;",
+    ),
+    "lua": (
+        'local helper = require("helper")\nprint(helper.twice(io.read("n")))\nos.exit(3)\n',
+        {"helper.lua": "return { twice = function(n) return n * 2 end }\n"},
+        "local x = ",
+    ),
+}
+"""Per interpreted language: a program using a module of its own among `files` (it prints
+twice its input and exits 3), and one with a syntax error."""
+
+
+def _script(name: str) -> Any:
+    found = FOUND[name]
+    return pytest.param(
+        name, marks=pytest.mark.needs_tool("" if isinstance(found, Found) else f"{name}: {found}")
+    )
+
+
+@pytest.mark.parametrize("language", [_script(name) for name in SCRIPTS])
+def test_an_interpreted_language_runs_its_file_beside_its_modules(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """Ruby, PHP, Perl and Lua run as SandboxFusion runs them: no compile step, the
+    program's modules (`files`) found beside it, its exit status reported."""
+    source, modules, _ = SCRIPTS[language]
+    files = {path: _b64(text.encode()) for path, text in modules.items()}
+    score = _score(scorer, source, language=language, stdin="21\n", files=files)
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None), score.details
+    assert (run["stdout"], run["exit_code"]) == ("42\n", 3), run
+
+
+@pytest.mark.parametrize("language", [_script(name) for name in SCRIPTS])
+def test_an_interpreted_syntax_error_is_a_failed_run(scorer: RunCodeScorer, language: str) -> None:
+    """A syntax error is the run's failure, the runtime's message in stderr, as in
+    SandboxFusion: no `compile_result`."""
+    score = _score(scorer, SCRIPTS[language][2], language=language)
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None), score.details
+    assert run["kind"] == "runtime_error" and run["exit_code"] and run["stderr"], run
 
 
 JAVA = pytest.mark.needs_tool("" if isinstance(FOUND["java"], Found) else f"java: {FOUND['java']}")
