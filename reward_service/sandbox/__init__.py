@@ -27,7 +27,8 @@ from reward_service.sandbox.toolchains import TOOLCHAINS
 
 LANGUAGES = ("python", *TOOLCHAINS)
 """The runners a `Program.language` may name: python, and the languages of
-`toolchains.TOOLCHAINS` (cpp, java, go, javascript, rust, c, ruby, php, perl, lua)."""
+`toolchains.TOOLCHAINS` (cpp, java, go, javascript, rust, c, ruby, php, perl, lua,
+typescript)."""
 
 LAYERS = (
     "process",

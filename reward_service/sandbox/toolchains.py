@@ -4,7 +4,8 @@ Stdlib only (the zygote imports it). A language is a `Toolchain`: a build
 step (the compiler) run once per program in a confined run of its own, and
 a launch (the binary, or the JVM on the build) exec'd by every run of that
 program; a language without a build (JavaScript, an `Interpreter`: Ruby,
-PHP, Perl, Lua) has its runtime exec'd on the source by every run. `discover` finds the
+PHP, Perl, Lua) has its runtime exec'd on the source by every run, and
+TypeScript is transpiled once, then run as JavaScript. `discover` finds the
 tools in the service's PATH, in a grading worker (the zygote has no
 environment), and resolves them to the files the runs exec (a rustup proxy
 to its toolchain's rustc); what it finds reaches the zygote as JSON.
@@ -79,6 +80,10 @@ class Toolchain:
     """Whether a program is built once before its runs; without, each run's directory holds
     the source (`source_file`) and the launch reads it (JavaScript, as SandboxFusion runs
     it: a syntax error is the run's failure)."""
+    reports_build = True
+    """Whether `/run_code` answers its build as `compile_result`: not for a build that
+    SandboxFusion's runner has not (TypeScript's transpile, which its `tsx` does as it
+    runs), unless the build itself failed."""
     outputs: tuple[str, ...] = ("main",)
     """Files of the build kept for the runs (a glob suffix with `*`)."""
     memory_errors: tuple[bytes, ...] = ()
@@ -362,6 +367,80 @@ _NODE_ENV = {"OPENSSL_CONF": "/dev/null"}
 read (landlock without a mount namespace): an empty one instead."""
 
 
+TYPESCRIPT_LIBRARIES = (
+    "/usr/share/nodejs/typescript",
+    "/usr/lib/node_modules/typescript",
+    "/usr/local/lib/node_modules/typescript",
+)
+"""Where TypeScript's compiler library is looked for (Debian's `node-typescript`, npm's
+global installs), after `lib/node_modules/typescript` beside the node found."""
+_TRANSPILE = """\
+const fs = require("fs");
+const ts = require(process.env.TYPESCRIPT);
+const options = {target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS,
+  esModuleInterop: true};
+const host = {getCanonicalFileName: (f) => f, getCurrentDirectory: () => ".",
+  getNewLine: () => "\\n"};
+for (const name of fs.readdirSync(".")) {
+  if (!name.endsWith(".ts") || name.endsWith(".d.ts")) continue;
+  const out = ts.transpileModule(fs.readFileSync(name, "utf8"),
+    {reportDiagnostics: true, fileName: name, compilerOptions: options});
+  const errors = (out.diagnostics || []).filter((d) => d.category === 1);
+  const js = errors.length
+    ? `process.stderr.write(${JSON.stringify(ts.formatDiagnostics(errors, host))});
+process.exit(1);\\n`
+    : out.outputText;
+  fs.writeFileSync(name.slice(0, -3) + ".js", js);
+}
+"""
+"""The build of a TypeScript program: each `.ts` file of its directory transpiled to
+JavaScript, types stripped and not checked, as SandboxFusion's `tsx` runs it; a file with
+a syntax error becomes one that prints the errors and exits 1, so that the error is the
+run's failure there as in SandboxFusion."""
+
+
+class TypeScript(JavaScript):
+    """TypeScript: transpiled once per program by the compiler's library on node (no type
+    check, as `tsx`), then node runs the JavaScript as for `javascript`; `import` of a
+    `.ts` module given among the files finds its transpiled `.js` beside `main.js`."""
+
+    language = "typescript"
+    tools = ("node",)
+    source_file = "main.ts"
+    builds = True
+    reports_build = False
+    outputs = ("*.js",)
+
+    def discover(self, path: str) -> Found | str:
+        node = which("node", path)
+        if node is None:
+            return "node not found in the toolchain path"
+        node = os.path.realpath(node)
+        beside = os.path.join(os.path.dirname(os.path.dirname(node)), "lib", "node_modules")
+        for library in (os.path.join(beside, "typescript"), *TYPESCRIPT_LIBRARIES):
+            if os.path.isfile(os.path.join(library, "lib", "typescript.js")):
+                library = os.path.realpath(library)
+                reads = [] if _under_system(library) else [library]
+                return Found({"node": node, "typescript": library}, reads)
+        return "typescript's library not found (Debian's node-typescript, npm's typescript)"
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["node", "--max-old-space-size=256", "--v8-pool-size=1", "-e", _TRANSPILE]
+        env = {"PATH": BUILD_PATH, "TYPESCRIPT": found.tools["typescript"], **_NODE_ENV}
+        return Command(found.tools["node"], argv, env | {"UV_THREADPOOL_SIZE": "1"})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        return super().launch(found, build_dir, "main.js", memory_mb)
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        import json
+
+        with open(os.path.join(tools["typescript"], "package.json")) as f:
+            typescript = json.load(f)["version"]
+        done = run_tool([tools["node"], "--version"])
+        return f"typescript {typescript} on node {done.stdout.decode().strip()}"
+
+
 UTF8_LOCALE = {"LANG": "C.UTF-8"}
 """An interpreter's locale: UTF-8 text (Ruby's strings, R's), from glibc's own C.UTF-8
 (under /usr, no locale data to install); the zygote's environment has none."""
@@ -450,7 +529,10 @@ class Lua(Interpreter):
 
 TOOLCHAINS: dict[str, Toolchain] = {
     toolchain.language: toolchain
-    for toolchain in (Cpp(), Java(), Go(), JavaScript(), Rust(), C(), Ruby(), Php(), Perl(), Lua())
+    for toolchain in (
+        *(Cpp(), Java(), Go(), JavaScript(), Rust()),
+        *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript()),
+    )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""
 

@@ -239,7 +239,8 @@ RUN_CODE: dict[str, Any] = {
                     "language": {
                         "type": "string",
                         "description": "`python` (`python3`), `cpp`, `c`, `java`, `go`, "
-                        "`nodejs` (`javascript`), `rust`, `ruby`, `php`, `perl` or `lua`.",
+                        "`nodejs` (`javascript`), `typescript` (`ts`), `rust`, `ruby`, `php`, "
+                        "`perl` or `lua`.",
                     },
                     "stdin": {"type": ["string", "null"]},
                     "compile_timeout": {"type": "number", "default": 10},

@@ -117,6 +117,18 @@ def test_node_reads_no_options_from_the_files(sandbox: ZygoteSandbox) -> None:
     assert printed(sandbox, "javascript", source, files) == "plain\n"
 
 
+@needs("typescript")
+def test_the_typescript_transpile_reads_no_project_configuration(sandbox: ZygoteSandbox) -> None:
+    """A `tsconfig.json`, a `typescript` module under `node_modules` and an `.npmrc` among
+    the files change nothing: the transpile loads the system's library by its path."""
+    source = 'const word: string = "plain";\nconsole.log(word);\n'
+    configured = 'console.log("configured");\n'
+    files = {"tsconfig.json": '{"compilerOptions": {"outFile": "configured.js"}}\n'}
+    files |= {"node_modules/typescript/lib/typescript.js": configured, "configured.js": configured}
+    files |= {".npmrc": "node-options=--require ./configured.js\n"}
+    assert printed(sandbox, "typescript", source, files) == "plain\n"
+
+
 def test_python_runs_no_site_or_user_customization_from_the_files(
     sandbox: ZygoteSandbox,
 ) -> None:
@@ -134,7 +146,7 @@ def test_every_compiled_language_has_a_configuration_test() -> None:
     with none, Ruby's or Perl's, reads what it reads inside the program's own run, under
     the program's confinement: a file it takes for configuration gains nothing the
     program's own code has not.)"""
-    tested = {"go", "cpp", "rust", "java", "javascript", "c"}
+    tested = {"go", "cpp", "rust", "java", "javascript", "c", "typescript"}
     assert {name for name, toolchain in TOOLCHAINS.items() if toolchain.builds} <= tested
 
 

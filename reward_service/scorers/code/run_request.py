@@ -35,6 +35,8 @@ RUNNERS = {
     "php": "php",
     "perl": "perl",
     "lua": "lua",
+    "typescript": "typescript",
+    "ts": "typescript",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
 is the service's own (SandboxFusion has no C runner)."""

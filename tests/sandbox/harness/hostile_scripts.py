@@ -1,4 +1,4 @@
-"""The hostile families in the languages run by an interpreter (Ruby, PHP, Perl, Lua) and in C.
+"""The hostile families in C and the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript).
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -40,12 +40,13 @@ def _constants(target: Target) -> dict[str, str]:
 
 
 _PRELUDES = {
+    "typescript": "const {name} = {value};\n",
     "ruby": "{name} = {value}\n",
     "php": "define('{name}', {value});\n",
     "perl": "use constant {name} => {value};\n",
     "lua": "local {name} = {value}\n",
 }
-_LISTS = {"ruby": "[{}]", "php": "[{}]", "perl": "({})", "lua": "{{{}}}"}
+_LISTS = {"typescript": "[{}]", "ruby": "[{}]", "php": "[{}]", "perl": "({})", "lua": "{{{}}}"}
 
 
 @dataclass(frozen=True)
@@ -263,5 +264,47 @@ C = CHostile(
     frozenset({OK, ERR}),
 )
 
-SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA)
-"""One hostile program per language beyond Python and C++, in the order the campaigns run them."""
+TYPESCRIPT = ScriptHostile(
+    "typescript_escape",
+    "TypeScript on Node: execSync, spawnSync, kill, TCP, UDP, files outside its directory",
+    """\
+    const cp = require("child_process"), fs = require("fs");
+    const net = require("net"), dgram = require("dgram");
+    const hit = (what: string) => console.log(`ACHIEVED ${what}`);
+    const attempt = (what: string, step: () => void) => {
+      try { step(); } catch (e: any) { console.log(`${what}: ${e.code || e.message}`); }
+    };
+    console.log(`CWD=${process.cwd()}`);
+    attempt("execSync", () => process.stdout.write(cp.execSync("echo ACHIEVED execSync ran")));
+    attempt("spawnSync", () => {
+      const done = cp.spawnSync("/bin/sh", ["-c", "echo ACHIEVED spawnSync ran a shell"]);
+      if (done.stdout) process.stdout.write(done.stdout);
+      if (done.error) throw done.error;
+    });
+    for (const pid of [-1, process.ppid, 1]) {
+      attempt(`kill ${pid}`, () => { process.kill(pid, "SIGKILL"); hit(`signal to ${pid}`); });
+    }
+    for (const path of [...OUTSIDE, `../${RUN_ID}`]) {
+      attempt(`write ${path}`, () => { fs.writeFileSync(path, "x"); hit(`wrote ${path}`); });
+    }
+    for (const port of [SERVICE_PORT, TCP_PORT]) {
+      attempt(`tcp ${port}`, () => {
+        const socket = net.connect(port, "127.0.0.1", () => hit(`connected to ${port}`));
+        socket.on("error", (e: any) => console.log(`tcp ${port}: ${e.code}`));
+      });
+    }
+    attempt("udp", () => {
+      const udp = dgram.createSocket("udp4");
+      udp.on("error", (e: any) => console.log(`udp: ${e.code}`));
+      udp.send("x", UDP_PORT, "127.0.0.1", (e: any) => e || hit("sent a datagram"));
+    });
+    setTimeout(() => process.exit(0), 300);
+    """,
+    frozenset({OK, ERR}),
+    time_s=3.0,
+    language="typescript",
+)
+
+SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT)
+"""One hostile program per language beyond Python and C++, in the order the campaigns run them
+(TypeScript's runs are Node's: it stands for JavaScript too)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover
+from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Status
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
@@ -24,7 +24,7 @@ from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
-FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua"}
+FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -144,6 +144,13 @@ if m == 2 then
 end
 print(a + b)
 """,
+    "typescript": """\
+const [m, a, b]: number[] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);
+function spin(): never { for (;;) {} }
+if (m === 1) spin();
+if (m === 2) { const held: number[][] = []; for (;;) held.push(new Array(1 << 20).fill(1)); }
+console.log(a + b);
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -156,7 +163,12 @@ BROKEN = {
     "php": "<?php $x = ;\n",
     "perl": "my $x = ;\n",
     "lua": "local x = \n",
+    "typescript": "const x: number = ;\n",
 }
+SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript"}
+"""Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
+no build (the runtime reads the file), or TypeScript's transpile, which turns a file
+with a syntax error into one that says so and exits 1 (`tsx` fails at run time)."""
 OWN_FAILURE = {("c", "hog"): "runtime_error"}
 """Where a case ends otherwise: C's `malloc` answers NULL at the address-space limit, and a
 C program's own exit is its failure (no runtime says `out of memory` for it)."""
@@ -215,7 +227,7 @@ def test_a_generated_task_grades_in_every_language(
     assert (failure or {}).get("kind") == kind, failure
 
 
-BUILT = [_language(name) for name in PROGRAMS if TOOLCHAINS[name].builds]
+BUILT = [_language(name) for name in PROGRAMS if name not in SYNTAX_AT_RUN]
 
 
 @pytest.mark.parametrize("language", BUILT)
@@ -229,7 +241,7 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
     assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
 
 
-SCRIPTED = [_language(name) for name in PROGRAMS if not TOOLCHAINS[name].builds]
+SCRIPTED = [_language(name) for name in PROGRAMS if name in SYNTAX_AT_RUN]
 
 
 @pytest.mark.parametrize("language", SCRIPTED)
@@ -237,8 +249,8 @@ def test_a_syntax_error_fails_the_first_run_where_nothing_is_built(
     polyglot: CodeScorer, language: str
 ) -> None:
     """JavaScript, Ruby, PHP, Perl and Lua have no build (the runtime runs the file, as
-    SandboxFusion runs it): a syntax error is the first test's `runtime_error` (the
-    runtime's exit status), 0.0, and no other test runs."""
+    SandboxFusion runs it), TypeScript's only strips types: a syntax error is the first
+    test's `runtime_error` (the runtime's exit status), 0.0, and no other test runs."""
     score = polyglot.score("p", _fenced(language, BROKEN[language]), SUMS, {})
     assert (score.reward, score.status) == (0.0, Status.WRONG), score.details
     failure = score.details["first_failure"]

@@ -19,7 +19,8 @@ from reward_service.scorers.code.settings import CodeSettings
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
 FOUND = discover(
-    SETTINGS.toolchain_path, ["cpp", "javascript", "java", "ruby", "php", "perl", "lua"]
+    SETTINGS.toolchain_path,
+    ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript"],
 )
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
@@ -283,8 +284,15 @@ SCRIPTS = {
         {"helper.lua": "return { twice = function(n) return n * 2 end }\n"},
         "local x = ",
     ),
+    "typescript": (
+        'import { twice } from "./helper";\n'
+        'console.log(twice(Number(require("fs").readFileSync(0, "utf8"))));\n'
+        "process.exitCode = 3;\n",
+        {"helper.ts": "export function twice(n: number): number { return n * 2; }\n"},
+        "const x: number = ;",
+    ),
 }
-"""Per interpreted language: a program using a module of its own among `files` (it prints
+"""Per language run as a script: a program using a module of its own among `files` (it prints
 twice its input and exits 3), and one with a syntax error."""
 
 
@@ -299,8 +307,9 @@ def _script(name: str) -> Any:
 def test_an_interpreted_language_runs_its_file_beside_its_modules(
     scorer: RunCodeScorer, language: str
 ) -> None:
-    """Ruby, PHP, Perl and Lua run as SandboxFusion runs them: no compile step, the
-    program's modules (`files`) found beside it, its exit status reported."""
+    """Ruby, PHP, Perl, Lua and TypeScript run as SandboxFusion runs them: no compile step
+    (TypeScript's transpile is not one: `tsx` has none), the program's modules (`files`)
+    found beside it, its exit status reported."""
     source, modules, _ = SCRIPTS[language]
     files = {path: _b64(text.encode()) for path, text in modules.items()}
     score = _score(scorer, source, language=language, stdin="21\n", files=files)
