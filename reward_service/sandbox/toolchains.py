@@ -4,7 +4,7 @@ Stdlib only (the zygote imports it). A language is a `Toolchain`: a build
 step (the compiler) run once per program in a confined run of its own, and
 a launch (the binary, or the JVM on the build) exec'd by every run of that
 program; a language without a build (JavaScript, an `Interpreter`: Ruby,
-PHP, Perl, Lua) has its runtime exec'd on the source by every run, and
+PHP, Perl, Lua, R) has its runtime exec'd on the source by every run, and
 TypeScript is transpiled once, then run as JavaScript. `discover` finds the
 tools in the service's PATH, in a grading worker (the zygote has no
 environment), and resolves them to the files the runs exec (a rustup proxy
@@ -65,6 +65,8 @@ class Command:
     """Made in the run's directory before it starts, parents first."""
     links: dict[str, str] = field(default_factory=dict)
     """Symbolic links made there, name -> target."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files of the sandbox's own made there, name -> text (R's site profile)."""
 
 
 class Toolchain:
@@ -80,6 +82,9 @@ class Toolchain:
     """Whether a program is built once before its runs; without, each run's directory holds
     the source (`source_file`) and the launch reads it (JavaScript, as SandboxFusion runs
     it: a syntax error is the run's failure)."""
+    writes = False
+    """Whether its runtime writes a file before the program starts (R's session directory):
+    closed where runs may write none (`zygote_client.write_gap`)."""
     reports_build = True
     """Whether `/run_code` answers its build as `compile_result`: not for a build that
     SandboxFusion's runner has not (TypeScript's transpile, which its `tsx` does as it
@@ -527,11 +532,118 @@ class Lua(Interpreter):
     version_flags = ("-v",)
 
 
+_R_SCRIPT_DIRS = ("R_HOME_DIR", "R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR")
+R_PROFILE = ".sandbox-Rprofile.R"
+"""R's site profile in a run's directory (`R_PROFILE`): `_R_SITE`."""
+_R_SITE = """\
+local({
+    which <- function(names) {
+        dirs <- strsplit(Sys.getenv("PATH"), ":", fixed = TRUE)[[1L]]
+        found <- vapply(names, function(name) {
+            if (is.na(name)) return(NA_character_)
+            for (dir in dirs[nzchar(dirs)]) {
+                path <- file.path(dir, name)
+                if (file.exists(path) && !dir.exists(path) && file.access(path, 1L) == 0L)
+                    return(path)
+            }
+            ""
+        }, "", USE.NAMES = FALSE)
+        names(found) <- names
+        found
+    }
+    base <- baseenv()
+    unlockBinding("Sys.which", base)
+    assign("Sys.which", which, envir = base)
+    lockBinding("Sys.which", base)
+    site <- file.path(R.home("etc"), "Rprofile.site")
+    if (file.exists(site)) sys.source(site, envir = base)
+})
+"""
+"""R's own `Sys.which` runs `which` in a shell, and `utils` and `stats` call it as they
+load: where no run starts a process, both failed to load (a program's `median` was not
+found). This site profile, run before the default packages are attached, makes it look
+along PATH itself (a run has none: every name is ""), then runs the system's site profile."""
+_ALTERNATIVE_LIBRARIES = ("libblas.so.3", "liblapack.so.3")
+"""Libraries R links that Debian installs as alternatives: the loader reaches them through
+`/etc/alternatives`, which runs may not read."""
+
+
+def _alternative_dirs() -> list[str]:
+    """The directories where `_ALTERNATIVE_LIBRARIES` really are, for a run's library path."""
+    try:
+        multiarch = [f"/usr/lib/{n}" for n in sorted(os.listdir("/usr/lib")) if "-linux-" in n]
+    except OSError:
+        return []
+    found: list[str] = []
+    for directory in (*multiarch, "/usr/lib64", "/usr/lib"):
+        for library in _ALTERNATIVE_LIBRARIES:
+            real = os.path.dirname(os.path.realpath(os.path.join(directory, library)))
+            if os.path.isdir(real) and real != directory and real not in found:
+                found.append(real)
+    return found
+
+
+class R(Interpreter):
+    """`Rscript main.R` without its two execs: `Rscript` execs the `R` shell script, which
+    sets R's directories and execs R's binary (`lib/R/bin/exec/R`), so a run, which execs
+    once and starts no shell, execs that binary itself with what the script would set
+    (read from the script at discovery) and Rscript's options."""
+
+    language = "R"
+    tools = ("R",)
+    names = ("R",)
+    source_file = "main.R"
+    config_dirs = ("/etc/R",)
+    memory_errors = (b"cannot allocate vector", b"cannot allocate memory")
+    runtime_mb = 192  # R 4.2 maps 103 MB before the program's first line
+    writes = True  # its session directory, in TMPDIR (the run's directory)
+
+    def discover(self, path: str) -> Found | str:
+        script = which("R", path)
+        if script is None:
+            return "R not found in the toolchain path"
+        try:
+            with open(os.path.realpath(script), "rb") as f:
+                text = f.read(64 * 1024).decode(errors="replace")
+        except OSError as e:
+            return f"R's script cannot be read: {e}"
+        dirs: dict[str, str] = {}
+        for line in text.splitlines():
+            name, equals, value = line.strip().partition("=")
+            if equals and name in _R_SCRIPT_DIRS and name not in dirs and value.startswith("/"):
+                dirs[name] = value
+        home = dirs.get("R_HOME_DIR", "")
+        binary = os.path.join(home, "bin", "exec", "R")
+        if not os.access(binary, os.X_OK):
+            return (
+                f"no R binary at {binary or 'R_HOME/bin/exec/R'} (R's script names no R_HOME_DIR)"
+            )
+        tools = {"R": os.path.realpath(binary), "script": os.path.realpath(script)}
+        tools |= {name.removesuffix("_DIR").lower(): value for name, value in dirs.items()}
+        tools["library_path"] = ":".join([os.path.join(home, "lib"), *_alternative_dirs()])
+        reads = [d for d in self.config_dirs if os.path.isdir(d)]
+        reads += [d for d in dirs.values() if os.path.isdir(d) and not _under_system(d)]
+        return Found(tools, reads)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        home = found.tools["r_home"]
+        env = {"R_HOME": home, "R_ARCH": "", "LD_LIBRARY_PATH": found.tools["library_path"]}
+        env["R_PROFILE"] = "{workdir}/" + R_PROFILE
+        for name in ("R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR"):
+            env[name] = found.tools.get(name.lower(), os.path.join(home, name[2:-4].lower()))
+        argv = ["R", "--no-echo", "--no-restore", f"--file={os.path.join(build_dir, source_name)}"]
+        return Command(found.tools["R"], argv, env | UTF8_LOCALE, files={R_PROFILE: _R_SITE})
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        done = run_tool([tools["script"], "--version"], {"PATH": BUILD_PATH})
+        return done.stdout.decode(errors="replace").strip().splitlines()[0]
+
+
 TOOLCHAINS: dict[str, Toolchain] = {
     toolchain.language: toolchain
     for toolchain in (
         *(Cpp(), Java(), Go(), JavaScript(), Rust()),
-        *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript()),
+        *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R()),
     )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""

@@ -37,6 +37,8 @@ RUNNERS = {
     "lua": "lua",
     "typescript": "typescript",
     "ts": "typescript",
+    "R": "R",
+    "r": "R",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
 is the service's own (SandboxFusion has no C runner)."""

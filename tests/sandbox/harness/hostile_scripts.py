@@ -1,4 +1,4 @@
-"""The hostile families in C and the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript).
+"""The hostile families in C and the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript, R).
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -40,6 +40,7 @@ def _constants(target: Target) -> dict[str, str]:
 
 
 _PRELUDES = {
+    "R": "{name} <- {value}\n",
     "typescript": "const {name} = {value};\n",
     "ruby": "{name} = {value}\n",
     "php": "define('{name}', {value});\n",
@@ -47,6 +48,7 @@ _PRELUDES = {
     "lua": "local {name} = {value}\n",
 }
 _LISTS = {"typescript": "[{}]", "ruby": "[{}]", "php": "[{}]", "perl": "({})", "lua": "{{{}}}"}
+_LISTS["R"] = "c({})"
 
 
 @dataclass(frozen=True)
@@ -305,6 +307,38 @@ TYPESCRIPT = ScriptHostile(
     language="typescript",
 )
 
-SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT)
+R = ScriptHostile(
+    "r_escape",
+    "R: system, pipe, pskill of every process and PID 1, TCP, files outside its directory",
+    """\
+    hit <- function(what) cat("ACHIEVED", what, "\\n")
+    attempt <- function(what, expr) tryCatch(expr,
+        error = function(e) cat(what, ":", conditionMessage(e), "\\n"),
+        warning = function(w) cat(what, ":", conditionMessage(w), "\\n"))
+    cat("CWD=", getwd(), "\\n", sep = "")
+    attempt("system", cat(system("echo ACHIEVED system ran a shell", intern = TRUE), sep = "\\n"))
+    attempt("system2", cat(system2("echo", "ACHIEVED system2", stdout = TRUE), sep = "\\n"))
+    attempt("pipe", {
+        con <- pipe("echo ACHIEVED pipe ran a shell")
+        cat(readLines(con), sep = "\\n")
+        close(con)
+    })
+    for (pid in c(-1, 1)) attempt("pskill", if (isTRUE(tools::pskill(pid, 9))) hit(pid))
+    for (port in c(SERVICE_PORT, TCP_PORT)) attempt(paste("tcp", port), {
+        con <- socketConnection("127.0.0.1", port, open = "r+b", timeout = 1)
+        hit(paste("connected to", port))
+        close(con)
+    })
+    for (path in c(OUTSIDE, paste0("../", RUN_ID))) attempt(paste("write", path), {
+        writeLines("x", path)
+        hit(paste("wrote", path))
+    })
+    """,
+    frozenset({OK, ERR}),
+    time_s=3.0,
+    language="R",
+)
+
+SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
 (TypeScript's runs are Node's: it stands for JavaScript too)."""

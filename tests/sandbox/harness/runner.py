@@ -404,6 +404,10 @@ def main() -> int:
         for index, hostile in enumerate((*PROGRAMS, *NATIVE, *SCRIPTS)):
             if hostile.language in missing:
                 continue  # its test skips, naming the missing toolchain
+            closed = sandbox.toolchains.get(hostile.language)
+            if isinstance(closed, str) and (args.only is None or hostile.name in args.only):
+                harness.emit("program", name=hostile.name, closed=closed, holes=[])
+                continue  # the sandbox closed its language on this platform, saying why
             if args.only is None or hostile.name in args.only:
                 templated = hostile.language == "python" and (turn + index) % 2 == 0
                 harness.attack(hostile, gates, templated)

@@ -24,7 +24,7 @@ from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
-FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts"}
+FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -151,6 +151,12 @@ if (m === 1) spin();
 if (m === 2) { const held: number[][] = []; for (;;) held.push(new Array(1 << 20).fill(1)); }
 console.log(a + b);
 """,
+    "R": """\
+x <- scan(file("stdin"), quiet = TRUE)
+if (x[1] == 1) repeat {}
+if (x[1] == 2) { held <- list(); i <- 0; repeat { i <- i + 1; held[[i]] <- numeric(131072) + i } }
+cat(format(x[2] + x[3], scientific = FALSE), "\\n", sep = "")
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -164,8 +170,9 @@ BROKEN = {
     "perl": "my $x = ;\n",
     "lua": "local x = \n",
     "typescript": "const x: number = ;\n",
+    "R": "x <- \n",
 }
-SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript"}
+SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
 no build (the runtime reads the file), or TypeScript's transpile, which turns a file
 with a syntax error into one that says so and exits 1 (`tsx` fails at run time)."""

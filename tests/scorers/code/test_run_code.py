@@ -20,7 +20,7 @@ SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
 FOUND = discover(
     SETTINGS.toolchain_path,
-    ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript"],
+    ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"],
 )
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
@@ -291,6 +291,12 @@ SCRIPTS = {
         {"helper.ts": "export function twice(n: number): number { return n * 2; }\n"},
         "const x: number = ;",
     ),
+    "R": (
+        'source("helper.R")\ncat(twice(scan(file("stdin"), quiet = TRUE)), "\\n", sep = "")\n'
+        "quit(status = 3)\n",
+        {"helper.R": "twice <- function(n) n * 2\n"},
+        "x <- ",
+    ),
 }
 """Per language run as a script: a program using a module of its own among `files` (it prints
 twice its input and exits 3), and one with a syntax error."""
@@ -307,7 +313,7 @@ def _script(name: str) -> Any:
 def test_an_interpreted_language_runs_its_file_beside_its_modules(
     scorer: RunCodeScorer, language: str
 ) -> None:
-    """Ruby, PHP, Perl, Lua and TypeScript run as SandboxFusion runs them: no compile step
+    """Ruby, PHP, Perl, Lua, TypeScript and R run as SandboxFusion runs them: no compile step
     (TypeScript's transpile is not one: `tsx` has none), the program's modules (`files`)
     found beside it, its exit status reported."""
     source, modules, _ = SCRIPTS[language]
