@@ -3,7 +3,8 @@
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
 # With the compilers and runtimes the code scorer grades besides Python (any of
-# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r; docs/code.md gives each one's size):
+# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog; docs/code.md gives each
+# one's size):
 #   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
 #     -t reward-service:0.1.0-langs .
 # With the reward-model extra (pulls torch; the CPU-only wheel index keeps CUDA out:
@@ -39,8 +40,8 @@ ARG EXTRAS=""
 # A wheel index consulted besides PyPI for the extras only (see the top).
 ARG EXTRAS_INDEX_URL=""
 # Languages of the code scorer beyond Python, comma-separated, of cpp, java, go, js, rust,
-# c, ruby, php, perl, lua, ts, r (Debian's g++, OpenJDK 17, Go, Node.js, rustc, gcc, Ruby,
-# PHP, Perl, Lua 5.4, TypeScript's library on Node.js, R). Empty: none, so the default image has no compiler and keeps its size.
+# c, ruby, php, perl, lua, ts, r, verilog (Debian's g++, OpenJDK 17, Go, Node.js, rustc, gcc,
+# Ruby, PHP, Perl, Lua 5.4, TypeScript's library on Node.js, R, Icarus Verilog). Empty: none, so the default image has no compiler and keeps its size.
 ARG LANGS=""
 ARG VERSION=0.1.0
 ARG REVISION=unknown
@@ -98,7 +99,8 @@ RUN if [ -n "${LANGS}" ]; then \
           lua) packages="${packages} lua5.4" ;; \
           ts) packages="${packages} nodejs node-typescript" ;; \
           r) packages="${packages} r-base-core" ;; \
-          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r)" >&2; exit 1 ;; \
+          verilog) packages="${packages} iverilog" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog)" >&2; exit 1 ;; \
         esac; \
       done; \
       unset IFS; set +f; \

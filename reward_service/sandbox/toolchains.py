@@ -199,6 +199,30 @@ class C(Toolchain):
         return _with_gold(super().discover(path))
 
 
+class Verilog(Toolchain):
+    """Icarus Verilog as SandboxFusion runs it (VerilogEval's flags): `iverilog -Wall
+    -Winfloop -Wno-timescale -g2012 -s tb`, the top module `tb`, then `vvp -n` on the
+    compiled design (vvp loads its VPI modules from the system's `ivl` directory)."""
+
+    language = "verilog"
+    tools = ("iverilog", "vvp")
+    source_file = "main.sv"
+    outputs = ("main.vvp",)
+    memory_errors = (b"std::bad_alloc",)  # vvp is C++
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["iverilog", "-Wall", "-Winfloop", "-Wno-timescale", "-g2012", "-s", "tb"]
+        argv += ["-o", "main.vvp", source_name]
+        return Command(found.tools["iverilog"], argv, {"PATH": BUILD_PATH})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        return Command(found.tools["vvp"], ["vvp", "-n", os.path.join(build_dir, "main.vvp")], {})
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        done = run_tool([tools["vvp"], "-V"])
+        return done.stdout.decode(errors="replace").strip().splitlines()[0]
+
+
 class Rust(Toolchain):
     """rustc (a rustup proxy resolved to its toolchain's rustc), statically linked."""
 
@@ -643,7 +667,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
     toolchain.language: toolchain
     for toolchain in (
         *(Cpp(), Java(), Go(), JavaScript(), Rust()),
-        *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R()),
+        *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R(), Verilog()),
     )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""

@@ -240,7 +240,7 @@ RUN_CODE: dict[str, Any] = {
                         "type": "string",
                         "description": "`python` (`python3`), `cpp`, `c`, `java`, `go`, "
                         "`nodejs` (`javascript`), `typescript` (`ts`), `rust`, `ruby`, `php`, "
-                        "`perl`, `lua` or `R`.",
+                        "`perl`, `lua`, `R` or `verilog`.",
                     },
                     "stdin": {"type": ["string", "null"]},
                     "compile_timeout": {"type": "number", "default": 10},

@@ -129,6 +129,17 @@ def test_the_typescript_transpile_reads_no_project_configuration(sandbox: Zygote
     assert printed(sandbox, "typescript", source, files) == "plain\n"
 
 
+@needs("verilog")
+def test_iverilog_takes_no_helper_and_no_module_from_the_files(sandbox: ZygoteSandbox) -> None:
+    """Files named like iverilog's own passes (`ivl`, `ivlpp`), its VPI modules and a
+    command file change nothing: its helpers come from the system's `ivl` directory."""
+    source = 'module tb;\n  initial begin\n    $display("plain");\n    $finish;\n  end\nendmodule\n'
+    shell = "#!/bin/sh\necho configured\n"
+    files = {"ivl": shell, "ivlpp": shell, "system.vpi": shell, "iverilog.conf": "-Dconfigured\n"}
+    files |= {".iverilogrc": "-Dconfigured\n", "vvp.conf": "configured\n"}
+    assert printed(sandbox, "verilog", source, files) == "plain\n"
+
+
 def test_python_runs_no_site_or_user_customization_from_the_files(
     sandbox: ZygoteSandbox,
 ) -> None:
@@ -146,7 +157,7 @@ def test_every_compiled_language_has_a_configuration_test() -> None:
     with none, Ruby's or Perl's, reads what it reads inside the program's own run, under
     the program's confinement: a file it takes for configuration gains nothing the
     program's own code has not.)"""
-    tested = {"go", "cpp", "rust", "java", "javascript", "c", "typescript"}
+    tested = {"go", "cpp", "rust", "java", "javascript", "c", "typescript", "verilog"}
     assert {name for name, toolchain in TOOLCHAINS.items() if toolchain.builds} <= tested
 
 

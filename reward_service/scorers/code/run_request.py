@@ -39,6 +39,7 @@ RUNNERS = {
     "ts": "typescript",
     "R": "R",
     "r": "R",
+    "verilog": "verilog",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
 is the service's own (SandboxFusion has no C runner)."""

@@ -339,6 +339,40 @@ R = ScriptHostile(
     language="R",
 )
 
-SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R)
+
+@dataclass(frozen=True)
+class VerilogHostile(Hostile):
+    """A hostile testbench: its targets, the paths outside its run, written out in full."""
+
+    language: str = "verilog"
+
+    def source(self, target: Target) -> str:
+        paths = [*target.outside_paths(), f"../{target.run_id}"]
+        writes = "".join(
+            f'    fd = $fopen("{path}", "w");\n'
+            f'    if (fd != 0) begin $fdisplay(fd, "x"); $fclose(fd); '
+            f'$display("ACHIEVED wrote {path}"); end\n'
+            for path in paths
+        )
+        return textwrap.dedent(self.body).replace("    // WRITES\n", writes)
+
+
+VERILOG = VerilogHostile(
+    "verilog_escape",
+    "Verilog (vvp): files outside its directory by $fopen",
+    """\
+    module tb;
+      integer fd;
+      initial begin
+        // WRITES
+        $display("wrote nothing outside");
+        $finish;
+      end
+    endmodule
+    """,
+    frozenset({OK, ERR}),
+)
+
+SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
 (TypeScript's runs are Node's: it stands for JavaScript too)."""

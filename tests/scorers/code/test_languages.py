@@ -25,6 +25,7 @@ SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
 FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
+FENCES |= {"verilog": "verilog"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -157,6 +158,19 @@ if (x[1] == 1) repeat {}
 if (x[1] == 2) { held <- list(); i <- 0; repeat { i <- i + 1; held[[i]] <- numeric(131072) + i } }
 cat(format(x[2] + x[3], scientific = FALSE), "\\n", sep = "")
 """,
+    "verilog": """\
+module tb;
+  integer m, a, b, n;
+  int held[$];
+  initial begin
+    n = $fscanf(32'h8000_0000, "%d %d %d", m, a, b);
+    if (m == 1) while (1) n = n + 1;
+    if (m == 2) forever held.push_back(n);
+    $display("%0d", a + b);
+    $finish;
+  end
+endmodule
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -171,6 +185,7 @@ BROKEN = {
     "lua": "local x = \n",
     "typescript": "const x: number = ;\n",
     "R": "x <- \n",
+    "verilog": "module tb; initial begin $display( end endmodule\n",
 }
 SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
