@@ -90,14 +90,14 @@ RUN if [ -n "${LANGS}" ]; then \
           cpp) packages="${packages} g++ libc6-dev" ;; \
           java) packages="${packages} openjdk-17-jdk-headless libjavatuples-java" ;; \
           go) packages="${packages} golang-go" ;; \
-          js) packages="${packages} nodejs" ;; \
+          js) packages="${packages} nodejs node-lodash" ;; \
           rust) packages="${packages} rustc" ;; \
           c) packages="${packages} gcc libc6-dev" ;; \
           ruby) packages="${packages} ruby" ;; \
           php) packages="${packages} php-cli" ;; \
-          perl) packages="${packages} perl" ;; \
-          lua) packages="${packages} lua5.4" ;; \
-          ts) packages="${packages} nodejs node-typescript" ;; \
+          perl) packages="${packages} perl libtest-deep-perl libdata-compare-perl" ;; \
+          lua) packages="${packages} lua5.4 lua-unit" ;; \
+          ts) packages="${packages} nodejs node-typescript node-lodash" ;; \
           r) packages="${packages} r-base-core" ;; \
           verilog) packages="${packages} iverilog" ;; \
           *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog)" >&2; exit 1 ;; \

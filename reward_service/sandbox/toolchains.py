@@ -373,10 +373,16 @@ class Java(Toolchain):
         return f"javac {fields['JAVA_VERSION'].strip(chr(34))}"
 
 
+NODE_LIBRARIES = ("/usr/share/nodejs", "/usr/lib/nodejs")
+"""Where Debian puts Node modules (`node-lodash`: lodash, which SandboxFusion's Node has):
+a run's `NODE_PATH` where they exist, as a node from elsewhere (NodeSource's) looks there
+for none."""
+
+
 class JavaScript(Toolchain):
     """Node.js, no build: node runs the file, as SandboxFusion runs it (a syntax error ends
     the run, exit 1); the modules given beside it (`Program.files`) are in the run's
-    directory, where its `require` finds them."""
+    directory, where its `require` finds them, and the system's (`NODE_LIBRARIES`)."""
 
     language = "javascript"
     tools = ("node",)
@@ -385,10 +391,20 @@ class JavaScript(Toolchain):
     memory_errors = (b"JavaScript heap out of memory", b"Allocation failed")
     runtime_mb = 768
 
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        libraries = [d for d in NODE_LIBRARIES if os.path.isdir(d)]
+        if isinstance(found, str) or not libraries:
+            return found
+        return Found({**found.tools, "node_path": ":".join(libraries)}, found.reads)
+
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         argv = ["node", f"--max-old-space-size={memory_mb}", "--stack-size=65500"]
         argv += ["--v8-pool-size=1", os.path.join(build_dir, source_name)]
-        return Command(found.tools["node"], argv, {**_NODE_ENV, "UV_THREADPOOL_SIZE": "1"})
+        env = {**_NODE_ENV, "UV_THREADPOOL_SIZE": "1"}
+        if "node_path" in found.tools:
+            env["NODE_PATH"] = found.tools["node_path"]
+        return Command(found.tools["node"], argv, env)
 
 
 _NODE_ENV = {"OPENSSL_CONF": "/dev/null"}
@@ -450,7 +466,10 @@ class TypeScript(JavaScript):
             if os.path.isfile(os.path.join(library, "lib", "typescript.js")):
                 library = os.path.realpath(library)
                 reads = [] if _under_system(library) else [library]
-                return Found({"node": node, "typescript": library}, reads)
+                tools = {"node": node, "typescript": library}
+                libraries = [d for d in NODE_LIBRARIES if os.path.isdir(d)]
+                tools |= {"node_path": ":".join(libraries)} if libraries else {}
+                return Found(tools, reads)
         return "typescript's library not found (Debian's node-typescript, npm's typescript)"
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:

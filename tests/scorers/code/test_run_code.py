@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import glob
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -334,6 +335,62 @@ def test_an_interpreted_syntax_error_is_a_failed_run(scorer: RunCodeScorer, lang
     run = score.details["run"]
     assert (score.status, score.details["compile"]) == (Status.WRONG, None), score.details
     assert run["kind"] == "runtime_error" and run["exit_code"] and run["stderr"], run
+
+
+BUNDLED = {
+    "lua": ("lu = require('luaunit')\nlu.assertEquals(1, 2)\n", "stderr", "LuaUnit test FAILURE"),
+    "perl": (
+        "use Test::Deep;\nuse Data::Compare;\nprint Compare(1, 2) ? 'same' : 'differ';\n"
+        "exit(eq_deeply(0, 1) ? 0 : 1);\n",
+        "stdout",
+        "differ",
+    ),
+    "ruby": (
+        "require 'test/unit'\nclass TestSandbox < Test::Unit::TestCase\n"
+        "  def test_sandbox\n    assert_equal(1, 0)\n  end\nend\n",
+        "stdout",
+        "Failure",
+    ),
+    "javascript": (
+        'const _ = require("lodash");\nconsole.log(_.isEqual([1], [1]));\nprocess.exit(1);\n',
+        "stdout",
+        "true",
+    ),
+    "typescript": (
+        'import _ from "lodash";\nimport assert from "assert";\nassert(_.isEqual(1, 2));\n',
+        "stderr",
+        "AssertionError",
+    ),
+}
+"""Per language, a failing program that needs a library SandboxFusion's runtime bundles
+(MultiPL-E's Lua tests use luaunit, its Perl Test::Deep, its Ruby test/unit; lodash for
+Node), and the words of its output that only the library's own code prints."""
+
+
+LIBRARY_FILES = {
+    "lua": "/usr/share/lua/*/luaunit.lua",
+    "perl": "/usr/share/perl5/Test/Deep.pm",
+    "javascript": "/usr/share/nodejs/lodash/package.json",
+    "typescript": "/usr/share/nodejs/lodash/package.json",
+}
+"""Where Debian's packages of those libraries put them (`.ci/run` installs them)."""
+
+
+def _bundled(name: str) -> Any:
+    pattern = LIBRARY_FILES.get(name)
+    missing = f"{name}: {pattern} not installed" if pattern and not glob.glob(pattern) else ""
+    return pytest.param(name, marks=[*_script(name).marks, pytest.mark.needs_tool(missing)])
+
+
+@pytest.mark.parametrize("language", [_bundled(name) for name in BUNDLED])
+def test_the_libraries_sandbox_fusion_bundles_are_there(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """Each library loads in the run and speaks: the program fails as its test says (a
+    missing library would fail it too, so the library's own words are looked for)."""
+    source, stream, words = BUNDLED[language]
+    run = _score(scorer, source, language=language).details["run"]
+    assert run["kind"] == "runtime_error" and words in run[stream], run
 
 
 JAVA = pytest.mark.needs_tool("" if isinstance(FOUND["java"], Found) else f"java: {FOUND['java']}")
