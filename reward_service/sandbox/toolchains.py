@@ -219,8 +219,10 @@ class Verilog(Toolchain):
         return Command(found.tools["vvp"], ["vvp", "-n", os.path.join(build_dir, "main.vvp")], {})
 
     def version(self, tools: Mapping[str, str]) -> str:
+        """vvp's first line (on stderr)."""
         done = run_tool([tools["vvp"], "-V"])
-        return done.stdout.decode(errors="replace").strip().splitlines()[0]
+        text = (done.stdout + done.stderr).decode(errors="replace")
+        return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 class Rust(Toolchain):

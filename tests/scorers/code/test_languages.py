@@ -314,6 +314,15 @@ def test_every_language_grades_on_a_non_root_platform(platform: str) -> None:
     assert graded == dict.fromkeys(found, 1.0)
 
 
+def test_the_start_up_check_names_every_toolchain_found_with_its_version() -> None:
+    """Each language whose toolchain is found here is graded, its version named: a version
+    that could not be read (Verilog's vvp prints it on stderr) closed it at start-up."""
+    check = check_sandbox(CodeSettings(pch_dir=""), GradingLimits())
+    found = {name for name, tools in FOUND.items() if isinstance(tools, Found)}
+    assert set(check.details["toolchains"]) == found, check.details["missing_toolchains"]
+    assert all(check.details["toolchains"].values()), check.details["toolchains"]
+
+
 def test_the_start_up_check_names_each_missing_toolchain() -> None:
     """The code scorer's start-up check lists what it found and, for the rest, why not."""
     settings = CodeSettings(toolchain_path="/nonexistent", pch_dir="")
