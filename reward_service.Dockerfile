@@ -3,7 +3,8 @@
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
 # With the compilers and runtimes the code scorer grades besides Python (any of
-# cpp, java, go, js, rust; docs/code.md gives each one's size):
+# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog; docs/code.md gives each
+# one's size):
 #   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
 #     -t reward-service:0.1.0-langs .
 # With the reward-model extra (pulls torch; the CPU-only wheel index keeps CUDA out:
@@ -38,9 +39,9 @@ FROM ${PYTHON_IMAGE} AS runtime
 ARG EXTRAS=""
 # A wheel index consulted besides PyPI for the extras only (see the top).
 ARG EXTRAS_INDEX_URL=""
-# Languages of the code scorer beyond Python, comma-separated, of cpp, java, go, js, rust
-# (Debian's g++, OpenJDK 17, Go, Node.js, rustc). Empty: none, so the default image
-# has no compiler and keeps its size.
+# Languages of the code scorer beyond Python, comma-separated, of cpp, java, go, js, rust,
+# c, ruby, php, perl, lua, ts, r, verilog (Debian's g++, OpenJDK 17, Go, Node.js, rustc, gcc,
+# Ruby, PHP, Perl, Lua 5.4, TypeScript's library on Node.js, R, Icarus Verilog). Empty: none, so the default image has no compiler and keeps its size.
 ARG LANGS=""
 ARG VERSION=0.1.0
 ARG REVISION=unknown
@@ -89,9 +90,17 @@ RUN if [ -n "${LANGS}" ]; then \
           cpp) packages="${packages} g++ libc6-dev" ;; \
           java) packages="${packages} openjdk-17-jdk-headless libjavatuples-java" ;; \
           go) packages="${packages} golang-go" ;; \
-          js) packages="${packages} nodejs" ;; \
+          js) packages="${packages} nodejs node-lodash" ;; \
           rust) packages="${packages} rustc" ;; \
-          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust)" >&2; exit 1 ;; \
+          c) packages="${packages} gcc libc6-dev" ;; \
+          ruby) packages="${packages} ruby" ;; \
+          php) packages="${packages} php-cli" ;; \
+          perl) packages="${packages} perl libtest-deep-perl libdata-compare-perl" ;; \
+          lua) packages="${packages} lua5.4 lua-unit" ;; \
+          ts) packages="${packages} nodejs node-typescript node-lodash" ;; \
+          r) packages="${packages} r-base-core" ;; \
+          verilog) packages="${packages} iverilog" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog)" >&2; exit 1 ;; \
         esac; \
       done; \
       unset IFS; set +f; \

@@ -26,8 +26,9 @@ from typing import Protocol
 from reward_service.sandbox.toolchains import TOOLCHAINS
 
 LANGUAGES = ("python", *TOOLCHAINS)
-"""The runners a `Program.language` may name: python, and the compiled languages
-(`toolchains.TOOLCHAINS`: cpp, java, go, javascript, rust)."""
+"""The runners a `Program.language` may name: python, and the languages of
+`toolchains.TOOLCHAINS` (cpp, java, go, javascript, rust, c, ruby, php, perl, lua,
+typescript, R, verilog)."""
 
 LAYERS = (
     "process",

@@ -39,7 +39,9 @@ RUN_UID_SLOTS = 512
 zygote holds (`claim_run_uid`): 60600-61111, inside the 16-bit range a user-namespaced
 pod maps, beside systemd's dynamic users (61184-65519) and nobody (65534), which other
 services use."""
-OPEN_FILES = 64
+OPEN_FILES = 256
+"""A run's `RLIMIT_NOFILE`: R refuses to start below 167 (it keeps 60% of them for the
+libraries it may load, and wants 100 of those)."""
 EXEC_FD = OPEN_FILES
 """Where a run that execs its program holds the file (close-on-exec): the only descriptor
 its filter lets `execveat` take, and past `OPEN_FILES`, so no file opened later gets it."""

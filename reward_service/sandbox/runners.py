@@ -190,6 +190,8 @@ class ExecRunner:
             os.mkdir(os.path.join(workdir, directory), 0o755)
         for name, target in self.command.links.items():
             os.symlink(target, os.path.join(workdir, name))
+        for name, text in self.command.files.items():
+            run_files.write_file(os.path.join(workdir, name), memoryview(text.encode()))
 
     def run(self, workdir: str) -> NoReturn:
         # a build's home is a directory of its own, empty (`toolchains.BUILD_HOME`); a

@@ -1,9 +1,11 @@
-"""Compiled languages: where each toolchain is, how it builds a program, how the build runs.
+"""Languages beyond Python: where each toolchain is, how it builds a program, how it runs.
 
 Stdlib only (the zygote imports it). A language is a `Toolchain`: a build
-step (the compiler, or for JavaScript a syntax check) run once per program
-in a confined run of its own, and a launch (the binary, or the JVM or Node
-on the build) exec'd by every run of that program. `discover` finds the
+step (the compiler) run once per program in a confined run of its own, and
+a launch (the binary, or the JVM on the build) exec'd by every run of that
+program; a language without a build (JavaScript, an `Interpreter`: Ruby,
+PHP, Perl, Lua, R) has its runtime exec'd on the source by every run, and
+TypeScript is transpiled once, then run as JavaScript. `discover` finds the
 tools in the service's PATH, in a grading worker (the zygote has no
 environment), and resolves them to the files the runs exec (a rustup proxy
 to its toolchain's rustc); what it finds reaches the zygote as JSON.
@@ -63,6 +65,8 @@ class Command:
     """Made in the run's directory before it starts, parents first."""
     links: dict[str, str] = field(default_factory=dict)
     """Symbolic links made there, name -> target."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files of the sandbox's own made there, name -> text (R's site profile)."""
 
 
 class Toolchain:
@@ -78,6 +82,13 @@ class Toolchain:
     """Whether a program is built once before its runs; without, each run's directory holds
     the source (`source_file`) and the launch reads it (JavaScript, as SandboxFusion runs
     it: a syntax error is the run's failure)."""
+    writes = False
+    """Whether its runtime writes a file before the program starts (R's session directory):
+    closed where runs may write none (`zygote_client.write_gap`)."""
+    reports_build = True
+    """Whether `/run_code` answers its build as `compile_result`: not for a build that
+    SandboxFusion's runner has not (TypeScript's transpile, which its `tsx` does as it
+    runs), unless the build itself failed."""
     outputs: tuple[str, ...] = ("main",)
     """Files of the build kept for the runs (a glob suffix with `*`)."""
     memory_errors: tuple[bytes, ...] = ()
@@ -153,16 +164,65 @@ class Cpp(Toolchain):
     def discover(self, path: str) -> Found | str:
         """g++, and gold where binutils has it: C++ links faster with it (a static build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
-        found = super().discover(path)
-        gold = which("ld.gold", BUILD_PATH)
-        if isinstance(found, str) or gold is None:
-            return found
-        return Found({**found.tools, "ld.gold": os.path.realpath(gold)}, found.reads)
+        return _with_gold(super().discover(path))
 
     @staticmethod
     def pch_flags(dialect: str) -> list[str]:
         """What a precompiled `bits/stdc++.h` is built with: a build of `dialect` uses it."""
         return [f"-std={dialect}", "-O2", "-x", "c++-header"]
+
+
+def _with_gold(found: Found | str) -> Found | str:
+    gold = which("ld.gold", BUILD_PATH)
+    if isinstance(found, str) or gold is None:
+        return found
+    return Found({**found.tools, "ld.gold": os.path.realpath(gold)}, found.reads)
+
+
+class C(Toolchain):
+    """gcc, linked dynamically as C++ is (`Cpp`): SandboxFusion has no C runner; the
+    service's own, with gcc's default standard (`gnu17`) first."""
+
+    language = "c"
+    tools = ("gcc",)
+    dialects = ("gnu17", "c17", "c11", "c99", "gnu11", "gnu99", "c2x", "gnu2x")
+    source_file = "main.c"
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["gcc", f"-std={dialect}", "-O2", "-pipe", "-fmax-errors=20"]
+        argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
+        argv += [source_name, "-o", "main", "-lm"]
+        return Command(found.tools["gcc"], argv, {"PATH": BUILD_PATH})
+
+    def discover(self, path: str) -> Found | str:
+        """gcc, and gold where binutils has it (`Cpp.discover`)."""
+        return _with_gold(super().discover(path))
+
+
+class Verilog(Toolchain):
+    """Icarus Verilog as SandboxFusion runs it (VerilogEval's flags): `iverilog -Wall
+    -Winfloop -Wno-timescale -g2012 -s tb`, the top module `tb`, then `vvp -n` on the
+    compiled design (vvp loads its VPI modules from the system's `ivl` directory)."""
+
+    language = "verilog"
+    tools = ("iverilog", "vvp")
+    source_file = "main.sv"
+    outputs = ("main.vvp",)
+    memory_errors = (b"std::bad_alloc",)  # vvp is C++
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["iverilog", "-Wall", "-Winfloop", "-Wno-timescale", "-g2012", "-s", "tb"]
+        argv += ["-o", "main.vvp", source_name]
+        return Command(found.tools["iverilog"], argv, {"PATH": BUILD_PATH})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        return Command(found.tools["vvp"], ["vvp", "-n", os.path.join(build_dir, "main.vvp")], {})
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        """vvp's first line (on stderr)."""
+        done = run_tool([tools["vvp"], "-V"])
+        text = (done.stdout + done.stderr).decode(errors="replace")
+        return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 class Rust(Toolchain):
@@ -315,10 +375,16 @@ class Java(Toolchain):
         return f"javac {fields['JAVA_VERSION'].strip(chr(34))}"
 
 
+NODE_LIBRARIES = ("/usr/share/nodejs", "/usr/lib/nodejs")
+"""Where Debian puts Node modules (`node-lodash`: lodash, which SandboxFusion's Node has):
+a run's `NODE_PATH` where they exist, as a node from elsewhere (NodeSource's) looks there
+for none."""
+
+
 class JavaScript(Toolchain):
     """Node.js, no build: node runs the file, as SandboxFusion runs it (a syntax error ends
     the run, exit 1); the modules given beside it (`Program.files`) are in the run's
-    directory, where its `require` finds them."""
+    directory, where its `require` finds them, and the system's (`NODE_LIBRARIES`)."""
 
     language = "javascript"
     tools = ("node",)
@@ -327,10 +393,20 @@ class JavaScript(Toolchain):
     memory_errors = (b"JavaScript heap out of memory", b"Allocation failed")
     runtime_mb = 768
 
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        libraries = [d for d in NODE_LIBRARIES if os.path.isdir(d)]
+        if isinstance(found, str) or not libraries:
+            return found
+        return Found({**found.tools, "node_path": ":".join(libraries)}, found.reads)
+
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         argv = ["node", f"--max-old-space-size={memory_mb}", "--stack-size=65500"]
         argv += ["--v8-pool-size=1", os.path.join(build_dir, source_name)]
-        return Command(found.tools["node"], argv, {**_NODE_ENV, "UV_THREADPOOL_SIZE": "1"})
+        env = {**_NODE_ENV, "UV_THREADPOOL_SIZE": "1"}
+        if "node_path" in found.tools:
+            env["NODE_PATH"] = found.tools["node_path"]
+        return Command(found.tools["node"], argv, env)
 
 
 _NODE_ENV = {"OPENSSL_CONF": "/dev/null"}
@@ -338,8 +414,282 @@ _NODE_ENV = {"OPENSSL_CONF": "/dev/null"}
 read (landlock without a mount namespace): an empty one instead."""
 
 
+TYPESCRIPT_LIBRARIES = (
+    "/usr/share/nodejs/typescript",
+    "/usr/lib/node_modules/typescript",
+    "/usr/local/lib/node_modules/typescript",
+)
+"""Where TypeScript's compiler library is looked for (Debian's `node-typescript`, npm's
+global installs), after `lib/node_modules/typescript` beside the node found."""
+_TRANSPILE = """\
+const fs = require("fs");
+const ts = require(process.env.TYPESCRIPT);
+const options = {target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS,
+  esModuleInterop: true};
+const host = {getCanonicalFileName: (f) => f, getCurrentDirectory: () => ".",
+  getNewLine: () => "\\n"};
+for (const name of fs.readdirSync(".")) {
+  if (!name.endsWith(".ts") || name.endsWith(".d.ts")) continue;
+  const out = ts.transpileModule(fs.readFileSync(name, "utf8"),
+    {reportDiagnostics: true, fileName: name, compilerOptions: options});
+  const errors = (out.diagnostics || []).filter((d) => d.category === 1);
+  const js = errors.length
+    ? `process.stderr.write(${JSON.stringify(ts.formatDiagnostics(errors, host))});
+process.exit(1);\\n`
+    : out.outputText;
+  fs.writeFileSync(name.slice(0, -3) + ".js", js);
+}
+"""
+"""The build of a TypeScript program: each `.ts` file of its directory transpiled to
+JavaScript, types stripped and not checked, as SandboxFusion's `tsx` runs it; a file with
+a syntax error becomes one that prints the errors and exits 1, so that the error is the
+run's failure there as in SandboxFusion."""
+
+
+class TypeScript(JavaScript):
+    """TypeScript: transpiled once per program by the compiler's library on node (no type
+    check, as `tsx`), then node runs the JavaScript as for `javascript`; `import` of a
+    `.ts` module given among the files finds its transpiled `.js` beside `main.js`."""
+
+    language = "typescript"
+    tools = ("node",)
+    source_file = "main.ts"
+    builds = True
+    reports_build = False
+    outputs = ("*.js",)
+
+    def discover(self, path: str) -> Found | str:
+        node = which("node", path)
+        if node is None:
+            return "node not found in the toolchain path"
+        node = os.path.realpath(node)
+        beside = os.path.join(os.path.dirname(os.path.dirname(node)), "lib", "node_modules")
+        for library in (os.path.join(beside, "typescript"), *TYPESCRIPT_LIBRARIES):
+            if os.path.isfile(os.path.join(library, "lib", "typescript.js")):
+                library = os.path.realpath(library)
+                reads = [] if _under_system(library) else [library]
+                tools = {"node": node, "typescript": library}
+                libraries = [d for d in NODE_LIBRARIES if os.path.isdir(d)]
+                tools |= {"node_path": ":".join(libraries)} if libraries else {}
+                return Found(tools, reads)
+        return "typescript's library not found (Debian's node-typescript, npm's typescript)"
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["node", "--max-old-space-size=256", "--v8-pool-size=1", "-e", _TRANSPILE]
+        env = {"PATH": BUILD_PATH, "TYPESCRIPT": found.tools["typescript"], **_NODE_ENV}
+        return Command(found.tools["node"], argv, env | {"UV_THREADPOOL_SIZE": "1"})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        return super().launch(found, build_dir, "main.js", memory_mb)
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        import json
+
+        with open(os.path.join(tools["typescript"], "package.json")) as f:
+            typescript = json.load(f)["version"]
+        done = run_tool([tools["node"], "--version"])
+        return f"typescript {typescript} on node {done.stdout.decode().strip()}"
+
+
+UTF8_LOCALE = {"LANG": "C.UTF-8"}
+"""An interpreter's locale: UTF-8 text (Ruby's strings, R's), from glibc's own C.UTF-8
+(under /usr, no locale data to install); the zygote's environment has none."""
+
+
+class Interpreter(Toolchain):
+    """A runtime that reads the program's file, no build: its command on the source as
+    SandboxFusion runs it (`ruby main.rb`), so a syntax error is the run's failure (the
+    runtime's exit status, its message in stderr). Each run execs the runtime once under
+    the `exec` filter, as a JavaScript run execs node."""
+
+    builds = False
+    flags: tuple[str, ...] = ()
+    """The runtime's options, before the script's name."""
+    names: tuple[str, ...] = ()
+    """The names the runtime is looked up by, in order (Debian's `lua5.4` has a `lua`
+    alternative only where one was chosen); by default `tools`."""
+    config_dirs: tuple[str, ...] = ()
+    """Configuration it reads at start outside the system's directories (PHP's `/etc/php`):
+    read paths of every run where they exist."""
+    version_flags: tuple[str, ...] = ("--version",)
+
+    def discover(self, path: str) -> Found | str:
+        for name in self.names or self.tools:
+            where = which(name, path)
+            if where is not None:
+                reads = [d for d in self.config_dirs if os.path.isdir(d)]
+                return Found({self.tools[0]: os.path.realpath(where)}, reads)
+        return f"{' or '.join(self.names or self.tools)} not found in the toolchain path"
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        tool = self.tools[0]
+        argv = [tool, *self.flags, os.path.join(build_dir, source_name)]
+        return Command(found.tools[tool], argv, dict(UTF8_LOCALE))
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        """The first line the runtime prints of its version (Perl's starts blank)."""
+        done = run_tool([tools[self.tools[0]], *self.version_flags], {"PATH": BUILD_PATH})
+        text = (done.stdout or done.stderr).decode(errors="replace")
+        return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+class Ruby(Interpreter):
+    """`ruby main.rb`, with RubyGems as SandboxFusion's (a `require` of a bundled gem works)."""
+
+    language = "ruby"
+    tools = ("ruby",)
+    source_file = "main.rb"
+    memory_errors = (b"NoMemoryError", b"failed to allocate memory")
+    runtime_mb = 128  # ruby 3.1 maps 75 MB before the program's first line
+
+
+class Php(Interpreter):
+    """`php -f main.php`, the system's `php.ini` and its extensions (`/etc/php`)."""
+
+    language = "php"
+    tools = ("php",)
+    flags = ("-f",)
+    source_file = "main.php"
+    config_dirs = ("/etc/php",)
+    memory_errors = (b"Allowed memory size of", b"Out of memory")
+    runtime_mb = 128  # php 8.2 maps 67 MB (ICU's data among it) before the program starts
+
+
+class Perl(Interpreter):
+    """`perl main.pl`; Debian's `@INC` starts at `/etc/perl`."""
+
+    language = "perl"
+    tools = ("perl",)
+    source_file = "main.pl"
+    config_dirs = ("/etc/perl",)
+    memory_errors = (b"Out of memory",)
+    runtime_mb = 16  # perl 5.36 maps 8 MB at start
+
+
+class Lua(Interpreter):
+    """`lua main.lua`: `lua`, else Debian's versioned names, newest first."""
+
+    language = "lua"
+    tools = ("lua",)
+    names = ("lua", "lua5.4", "lua5.3", "lua5.2", "lua5.1")
+    source_file = "main.lua"
+    memory_errors = (b"not enough memory",)
+    version_flags = ("-v",)
+
+
+_R_SCRIPT_DIRS = ("R_HOME_DIR", "R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR")
+R_PROFILE = ".sandbox-Rprofile.R"
+"""R's site profile in a run's directory (`R_PROFILE`): `_R_SITE`."""
+_R_SITE = """\
+local({
+    which <- function(names) {
+        dirs <- strsplit(Sys.getenv("PATH"), ":", fixed = TRUE)[[1L]]
+        found <- vapply(names, function(name) {
+            if (is.na(name)) return(NA_character_)
+            for (dir in dirs[nzchar(dirs)]) {
+                path <- file.path(dir, name)
+                if (file.exists(path) && !dir.exists(path) && file.access(path, 1L) == 0L)
+                    return(path)
+            }
+            ""
+        }, "", USE.NAMES = FALSE)
+        names(found) <- names
+        found
+    }
+    base <- baseenv()
+    unlockBinding("Sys.which", base)
+    assign("Sys.which", which, envir = base)
+    lockBinding("Sys.which", base)
+    site <- file.path(R.home("etc"), "Rprofile.site")
+    if (file.exists(site)) sys.source(site, envir = base)
+})
+"""
+"""R's own `Sys.which` runs `which` in a shell, and `utils` and `stats` call it as they
+load: where no run starts a process, both failed to load (a program's `median` was not
+found). This site profile, run before the default packages are attached, makes it look
+along PATH itself (a run has none: every name is ""), then runs the system's site profile."""
+_ALTERNATIVE_LIBRARIES = ("libblas.so.3", "liblapack.so.3")
+"""Libraries R links that Debian installs as alternatives: the loader reaches them through
+`/etc/alternatives`, which runs may not read."""
+
+
+def _alternative_dirs() -> list[str]:
+    """The directories where `_ALTERNATIVE_LIBRARIES` really are, for a run's library path."""
+    try:
+        multiarch = [f"/usr/lib/{n}" for n in sorted(os.listdir("/usr/lib")) if "-linux-" in n]
+    except OSError:
+        return []
+    found: list[str] = []
+    for directory in (*multiarch, "/usr/lib64", "/usr/lib"):
+        for library in _ALTERNATIVE_LIBRARIES:
+            real = os.path.dirname(os.path.realpath(os.path.join(directory, library)))
+            if os.path.isdir(real) and real != directory and real not in found:
+                found.append(real)
+    return found
+
+
+class R(Interpreter):
+    """`Rscript main.R` without its two execs: `Rscript` execs the `R` shell script, which
+    sets R's directories and execs R's binary (`lib/R/bin/exec/R`), so a run, which execs
+    once and starts no shell, execs that binary itself with what the script would set
+    (read from the script at discovery) and Rscript's options."""
+
+    language = "R"
+    tools = ("R",)
+    names = ("R",)
+    source_file = "main.R"
+    config_dirs = ("/etc/R",)
+    memory_errors = (b"cannot allocate vector", b"cannot allocate memory")
+    runtime_mb = 192  # R 4.2 maps 103 MB before the program's first line
+    writes = True  # its session directory, in TMPDIR (the run's directory)
+
+    def discover(self, path: str) -> Found | str:
+        script = which("R", path)
+        if script is None:
+            return "R not found in the toolchain path"
+        try:
+            with open(os.path.realpath(script), "rb") as f:
+                text = f.read(64 * 1024).decode(errors="replace")
+        except OSError as e:
+            return f"R's script cannot be read: {e}"
+        dirs: dict[str, str] = {}
+        for line in text.splitlines():
+            name, equals, value = line.strip().partition("=")
+            if equals and name in _R_SCRIPT_DIRS and name not in dirs and value.startswith("/"):
+                dirs[name] = value
+        home = dirs.get("R_HOME_DIR", "")
+        binary = os.path.join(home, "bin", "exec", "R")
+        if not os.access(binary, os.X_OK):
+            return (
+                f"no R binary at {binary or 'R_HOME/bin/exec/R'} (R's script names no R_HOME_DIR)"
+            )
+        tools = {"R": os.path.realpath(binary), "script": os.path.realpath(script)}
+        tools |= {name.removesuffix("_DIR").lower(): value for name, value in dirs.items()}
+        tools["library_path"] = ":".join([os.path.join(home, "lib"), *_alternative_dirs()])
+        reads = [d for d in self.config_dirs if os.path.isdir(d)]
+        reads += [d for d in dirs.values() if os.path.isdir(d) and not _under_system(d)]
+        return Found(tools, reads)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        home = found.tools["r_home"]
+        env = {"R_HOME": home, "R_ARCH": "", "LD_LIBRARY_PATH": found.tools["library_path"]}
+        env["R_PROFILE"] = "{workdir}/" + R_PROFILE
+        for name in ("R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR"):
+            env[name] = found.tools.get(name.lower(), os.path.join(home, name[2:-4].lower()))
+        argv = ["R", "--no-echo", "--no-restore", f"--file={os.path.join(build_dir, source_name)}"]
+        return Command(found.tools["R"], argv, env | UTF8_LOCALE, files={R_PROFILE: _R_SITE})
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        done = run_tool([tools["script"], "--version"], {"PATH": BUILD_PATH})
+        return done.stdout.decode(errors="replace").strip().splitlines()[0]
+
+
 TOOLCHAINS: dict[str, Toolchain] = {
-    toolchain.language: toolchain for toolchain in (Cpp(), Java(), Go(), JavaScript(), Rust())
+    toolchain.language: toolchain
+    for toolchain in (
+        *(Cpp(), Java(), Go(), JavaScript(), Rust()),
+        *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R(), Verilog()),
+    )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""
 

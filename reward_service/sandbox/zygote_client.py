@@ -159,6 +159,10 @@ class ZygoteSandbox:
             for language, toolchain in self.toolchains.items():
                 if isinstance(toolchain, Found):
                     self.toolchains[language] = gap
+        unwritable = write_gap(self._layers)
+        for language, toolchain in self.toolchains.items():
+            if unwritable and isinstance(toolchain, Found) and TOOLCHAINS[language].writes:
+                self.toolchains[language] = f"{language} {unwritable}"
         missing = unmet_layers(self._required, self._layers)
         if missing:
             self.close()
@@ -496,6 +500,19 @@ def exec_gap(layers: Iterable[str]) -> str | None:
     return (
         "compiled programs need the landlock or exec_once layer, neither of which is "
         "active here (exec_once: Linux 5.5+ and no seccomp listener above the service)"
+    )
+
+
+def write_gap(layers: Iterable[str]) -> str | None:
+    """Why a runtime that must write a file at start (`Toolchain.writes`: R's session
+    directory) cannot run under `layers`, or None: without landlock the seccomp filter
+    refuses every file write (it sees no paths), so such a run fails before the
+    program's first line; closed rather than graded wrong."""
+    if "seccomp" not in layers or "landlock" in layers:
+        return None
+    return (
+        "writes a directory at start, and runs here may write no file (no landlock: the "
+        "seccomp filter refuses every file write)"
     )
 
 

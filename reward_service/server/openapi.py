@@ -360,8 +360,9 @@ RUN_CODE: dict[str, Any] = {
                     "code": {"type": "string"},
                     "language": {
                         "type": "string",
-                        "description": "`python` (`python3`), `cpp`, `java`, `go`, `nodejs` "
-                        "(`javascript`) or `rust`.",
+                        "description": "`python` (`python3`), `cpp`, `c`, `java`, `go`, "
+                        "`nodejs` (`javascript`), `typescript` (`ts`), `rust`, `ruby`, `php`, "
+                        "`perl`, `lua`, `R` or `verilog`.",
                     },
                     "stdin": {"type": ["string", "null"]},
                     "compile_timeout": {"type": "number", "default": 10},

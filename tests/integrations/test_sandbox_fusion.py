@@ -274,8 +274,8 @@ def test_async_client_runs_code(endpoint: str) -> None:
 
 def test_what_cannot_run_is_a_sandbox_error_the_client_raises_on(endpoint: str) -> None:
     """A language not run here is SandboxError, which SandboxFusion's client raises on."""
-    request = sf.RunCodeRequest(code="<?php echo 1;", language="php")
-    with pytest.raises(Exception, match="language 'php' is not run here"):
+    request = sf.RunCodeRequest(code="theorem one : 1 = 1 := rfl", language="lean")
+    with pytest.raises(Exception, match="language 'lean' is not run here"):
         sf.run_code(request, endpoint=endpoint, max_attempts=1, client_timeout=30)
 
 

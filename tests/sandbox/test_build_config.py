@@ -76,6 +76,16 @@ def test_gxx_takes_no_header_and_no_spec_from_the_files(sandbox: ZygoteSandbox) 
     assert printed(sandbox, "cpp", source, files) == "plain\n"
 
 
+@needs("c")
+def test_gcc_takes_no_header_and_no_spec_from_the_files(sandbox: ZygoteSandbox) -> None:
+    """C as C++: files named like system headers and gcc's spec and tools replace none."""
+    source = '#include <stdio.h>\nint main(void) { puts("plain"); return 0; }\n'
+    broken = "#error configured\n"
+    files = {"stdio.h": broken, "specs": "*cc1:\n-Dconfigured\n"}
+    files |= {"as": "#!/bin/sh\necho configured\n", "ld": "#!/bin/sh\necho configured\n"}
+    assert printed(sandbox, "c", source, files) == "plain\n"
+
+
 @needs("rust")
 def test_rustc_reads_no_cargo_configuration_from_the_files(sandbox: ZygoteSandbox) -> None:
     """`.cargo/config.toml` and a `lib/rustlib` beside the source change nothing."""
@@ -107,6 +117,29 @@ def test_node_reads_no_options_from_the_files(sandbox: ZygoteSandbox) -> None:
     assert printed(sandbox, "javascript", source, files) == "plain\n"
 
 
+@needs("typescript")
+def test_the_typescript_transpile_reads_no_project_configuration(sandbox: ZygoteSandbox) -> None:
+    """A `tsconfig.json`, a `typescript` module under `node_modules` and an `.npmrc` among
+    the files change nothing: the transpile loads the system's library by its path."""
+    source = 'const word: string = "plain";\nconsole.log(word);\n'
+    configured = 'console.log("configured");\n'
+    files = {"tsconfig.json": '{"compilerOptions": {"outFile": "configured.js"}}\n'}
+    files |= {"node_modules/typescript/lib/typescript.js": configured, "configured.js": configured}
+    files |= {".npmrc": "node-options=--require ./configured.js\n"}
+    assert printed(sandbox, "typescript", source, files) == "plain\n"
+
+
+@needs("verilog")
+def test_iverilog_takes_no_helper_and_no_module_from_the_files(sandbox: ZygoteSandbox) -> None:
+    """Files named like iverilog's own passes (`ivl`, `ivlpp`), its VPI modules and a
+    command file change nothing: its helpers come from the system's `ivl` directory."""
+    source = 'module tb;\n  initial begin\n    $display("plain");\n    $finish;\n  end\nendmodule\n'
+    shell = "#!/bin/sh\necho configured\n"
+    files = {"ivl": shell, "ivlpp": shell, "system.vpi": shell, "iverilog.conf": "-Dconfigured\n"}
+    files |= {".iverilogrc": "-Dconfigured\n", "vvp.conf": "configured\n"}
+    assert printed(sandbox, "verilog", source, files) == "plain\n"
+
+
 def test_python_runs_no_site_or_user_customization_from_the_files(
     sandbox: ZygoteSandbox,
 ) -> None:
@@ -120,9 +153,12 @@ def test_python_runs_no_site_or_user_customization_from_the_files(
 
 
 def test_every_compiled_language_has_a_configuration_test() -> None:
-    """A new toolchain comes with a test of what its build reads."""
-    tested = {"go", "cpp", "rust", "java", "javascript"}
-    assert set(TOOLCHAINS) <= tested
+    """A new toolchain with a build comes with a test of what its build reads. (A runtime
+    with none, Ruby's or Perl's, reads what it reads inside the program's own run, under
+    the program's confinement: a file it takes for configuration gains nothing the
+    program's own code has not.)"""
+    tested = {"go", "cpp", "rust", "java", "javascript", "c", "typescript", "verilog"}
+    assert {name for name, toolchain in TOOLCHAINS.items() if toolchain.builds} <= tested
 
 
 def _tree(children: int, megabytes: int) -> subprocess.Popen[str]:

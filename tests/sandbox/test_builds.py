@@ -12,11 +12,13 @@ import pytest
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Limits, Program
+from reward_service.sandbox.confine import EXEC_FD
 from reward_service.sandbox.toolchains import Found, discover
-from reward_service.sandbox.zygote_client import ZygoteSandbox, exec_gap
+from reward_service.sandbox.zygote_client import ZygoteSandbox, exec_gap, write_gap
 from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
 CPP = discover(DEFAULT_TOOLCHAIN_PATH, ["cpp"])["cpp"]
+FOUND_R = discover(DEFAULT_TOOLCHAIN_PATH, ["R"])["R"]
 pytestmark = pytest.mark.needs_tool("" if isinstance(CPP, Found) else f"cpp: {CPP}")
 LIMITS = Limits(time_s=2.0, memory_mb=256, output_bytes=1 << 20)
 ECHO = (
@@ -91,6 +93,7 @@ def test_a_gigabyte_binary_meets_the_file_limit(sandbox: ZygoteSandbox) -> None:
 
 
 EXECS = r"""
+#define EXEC_FD @EXEC_FD@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -102,7 +105,7 @@ int main() {
     char *argv[] = {sh, arg, say, nullptr}, *envp[] = {nullptr};
     execve(sh, argv, envp);
     std::printf("execve %s\n", std::strerror(errno));
-    syscall(SYS_execveat, 64, sh, argv, envp, AT_EMPTY_PATH);
+    syscall(SYS_execveat, EXEC_FD, sh, argv, envp, AT_EMPTY_PATH);
     std::printf("execveat %s\n", std::strerror(errno));
     int fd = open(sh, O_PATH);
     syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
@@ -115,7 +118,8 @@ int main() {
 def test_a_built_program_execs_nothing_but_itself(sandbox: ZygoteSandbox) -> None:
     """The run's one exec was its own: a shell by path, by the exec descriptor's number with
     an absolute path, or by a descriptor of its own, is refused; so is fork."""
-    (run,) = sandbox.execute(Program("cpp", EXECS), [b""], LIMITS, 30).outcomes()
+    source = EXECS.replace("@EXEC_FD@", str(EXEC_FD))
+    (run,) = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30).outcomes()
     lines = run.stdout.decode().splitlines()
     assert run.kind is Kind.OK and "EXECUTED" not in run.stdout.decode(), run
     refused = {"Operation not permitted", "Permission denied", "Function not implemented"}
@@ -130,6 +134,7 @@ def test_a_built_program_execs_nothing_but_itself(sandbox: ZygoteSandbox) -> Non
 
 
 EXEC_AGAIN = r"""
+#define EXEC_FD @EXEC_FD@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -145,9 +150,9 @@ int main(int argc, char **args) {
     char *sh_argv[] = {sh, arg, say, nullptr};
     // its own binary (LD_ORIGIN_PATH is its directory), by the call its one exec made
     std::string self = std::string(std::getenv("LD_ORIGIN_PATH")) + "/main";
-    syscall(SYS_execveat, 64, self.c_str(), self_argv, envp, AT_EMPTY_PATH);
+    syscall(SYS_execveat, EXEC_FD, self.c_str(), self_argv, envp, AT_EMPTY_PATH);
     std::printf("self %s\n", std::strerror(errno));
-    syscall(SYS_execveat, 64, sh, sh_argv, envp, AT_EMPTY_PATH);
+    syscall(SYS_execveat, EXEC_FD, sh, sh_argv, envp, AT_EMPTY_PATH);
     std::printf("shell %s\n", std::strerror(errno));
 }
 """
@@ -155,10 +160,12 @@ int main(int argc, char **args) {
 
 def test_after_its_one_exec_a_program_cannot_exec_even_itself(sandbox: ZygoteSandbox) -> None:
     """Under `exec_once` the run's exec was its last: the same call on its own binary (which
-    landlock lets it execute) answers ENOSYS, and so does the shell by fd 64 and a path."""
+    landlock lets it execute) answers ENOSYS, and so does the shell by the exec descriptor
+    and a path."""
     if "exec_once" not in sandbox.layers:
         pytest.skip(f"exec_once is off here (layers: {', '.join(sandbox.layers)})")
-    (run,) = sandbox.execute(Program("cpp", EXEC_AGAIN), [b""], LIMITS, 30).outcomes()
+    source = EXEC_AGAIN.replace("@EXEC_FD@", str(EXEC_FD))
+    (run,) = sandbox.execute(Program("cpp", source), [b""], LIMITS, 30).outcomes()
     assert run.kind is Kind.OK, run
     assert run.stdout.decode().splitlines() == [
         "self Function not implemented",
@@ -216,3 +223,36 @@ def test_compiled_languages_are_closed_where_no_layer_holds_their_exec(
             Program("python", "print(2 * int(input()))"), [b"21\n"], LIMITS, 30
         ).outcomes()
         assert run.stdout == b"42\n"
+
+
+@pytest.mark.parametrize(
+    ("layers", "closed"),
+    [
+        ({"seccomp", "landlock"}, False),
+        ({"seccomp", "exec_once", "uid"}, True),
+        ({"process", "rlimits"}, False),
+    ],
+)
+def test_write_gap_names_the_platforms_where_a_run_may_write_no_file(
+    layers: set[str], closed: bool
+) -> None:
+    """A runtime that writes at start (R's session directory) cannot start where seccomp
+    refuses every write because landlock is off; without a filter, writes work."""
+    assert (write_gap(layers) is not None) is closed
+
+
+@pytest.mark.needs_tool("" if isinstance(FOUND_R, Found) else f"R: {FOUND_R}")
+def test_r_is_closed_where_runs_may_write_no_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without landlock an R answer is refused with the reason: R could not make its
+    session directory, and the answer would be graded wrong for the platform's sake."""
+    started = ZygoteSandbox._start
+
+    def weaker(self: ZygoteSandbox) -> tuple[str, ...]:
+        return tuple(layer for layer in started(self) if layer != "landlock")
+
+    monkeypatch.setattr(ZygoteSandbox, "_start", weaker)
+    with ZygoteSandbox(toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["R"]) as weak:
+        assert "may write no file" in str(weak.toolchains["R"])
+        refused = pytest.raises(SandboxUnavailable, match="may write no file")
+        with refused:
+            weak.execute(Program("R", "cat(1)"), [b""], LIMITS, 30)

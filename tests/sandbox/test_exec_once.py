@@ -30,6 +30,7 @@ SECOND = """
 import ctypes, json, os, sys
 sys.path.insert(0, sys.argv[2])
 from reward_service.sandbox import linux
+from reward_service.sandbox.confine import EXEC_FD
 from reward_service.sandbox.seccomp import SyscallFilter
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -45,17 +46,17 @@ def by_path(path):
     argv = (ctypes.c_char_p * 2)(b"true", None)
     env = (ctypes.c_char_p * 1)(None)
     number = linux.syscall_number("execveat")
-    if libc.syscall(number, 64, path, argv, env, linux.AT_EMPTY_PATH) < 0:
+    if libc.syscall(number, EXEC_FD, path, argv, env, linux.AT_EMPTY_PATH) < 0:
         raise OSError(ctypes.get_errno(), "execveat")
 
-os.dup2(os.open("/bin/true", os.O_PATH), 64)  # the exec fd was close-on-exec
+os.dup2(os.open("/bin/true", os.O_PATH), EXEC_FD)  # the exec fd was close-on-exec
 found = {
-    "fd 64": errno_of(lambda: linux.execveat(64, ["true"], {})),
-    "fd 64 and a path": errno_of(lambda: by_path(b"/bin/true")),
+    "its fd": errno_of(lambda: linux.execveat(EXEC_FD, ["true"], {})),
+    "its fd and a path": errno_of(lambda: by_path(b"/bin/true")),
     "its own interpreter": errno_of(lambda: by_path(sys.executable.encode())),
     "execve": errno_of(lambda: os.execv("/bin/true", ["true"])),
     "a listener of its own": errno_of(
-        lambda: SyscallFilter(exec_fd=64, exec_once=True).install_listening(os.getpid())
+        lambda: SyscallFilter(exec_fd=EXEC_FD, exec_once=True).install_listening(os.getpid())
     ),
 }
 os.write(int(sys.argv[1]), json.dumps(found).encode())
@@ -88,11 +89,11 @@ def _second_execs() -> dict[str, int]:
 
 
 def test_the_first_exec_runs_and_no_later_one_does() -> None:
-    """The run's own exec goes through; after it, the same call, fd 64 with any path, the
+    """The run's own exec goes through; after it, the same call, its fd with any path, the
     interpreter itself, `execve` and a listener of the program's own all fail."""
     assert _second_execs() == {
-        "fd 64": errno.ENOSYS,
-        "fd 64 and a path": errno.ENOSYS,
+        "its fd": errno.ENOSYS,
+        "its fd and a path": errno.ENOSYS,
         "its own interpreter": errno.ENOSYS,
         "execve": errno.EPERM,
         "a listener of its own": errno.EPERM,

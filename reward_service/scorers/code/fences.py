@@ -4,9 +4,10 @@ The scorer passes only the answer region (`scorers.reasoning`). A fence is a lin
 first non-blank characters are three or more backticks; the block ends at a
 line holding only a fence at least as long. The info string's first word
 names the language (`python`, `py`, `python3`, or none for Python; `cpp`,
-`c++`, `java`, `go`, `js`, `javascript`, `rust` and their like); the
-last closed block in a known language is the program, so an answer that
-ends with a block of sample output (```` ```text ````) still grades its code.
+`c++`, `c`, `java`, `go`, `js`, `javascript`, `ts`, `rust`, `ruby`, `php`,
+`perl`, `lua`, `r`, `verilog` and their like); the last closed block in a known language is the
+program, so an answer that ends with a block of sample output
+(```` ```text ````) still grades its code.
 An unclosed block (a truncated answer) is not a program.
 
 The scan reads each line once, with no regular expression: linear in the
@@ -36,6 +37,18 @@ LANGUAGES: dict[str, str] = {
     "nodejs": "javascript",
     "rust": "rust",
     "rs": "rust",
+    "c": "c",
+    "ruby": "ruby",
+    "rb": "ruby",
+    "php": "php",
+    "perl": "perl",
+    "pl": "perl",
+    "lua": "lua",
+    "ts": "typescript",
+    "typescript": "typescript",
+    "r": "R",
+    "verilog": "verilog",
+    "systemverilog": "verilog",
 }
 """A fence's info word (lower case) -> the sandbox runner that runs its program."""
 

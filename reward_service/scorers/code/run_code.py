@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from reward_service.errors import SandboxUnavailable
 from reward_service.sandbox import Kind, Outcome, Program, Sandbox
+from reward_service.sandbox.toolchains import TOOLCHAINS
 from reward_service.scorers.base import JSON, GradingLimits, Score, ScorerSettings, Status
 from reward_service.scorers.code.run_request import (
     FILE_CAPS,
@@ -80,6 +81,9 @@ class RunCodeScorer(SandboxedScorer):
         )
         build = execution.build
         built = build is None or build.kind is Kind.OK
+        toolchain = TOOLCHAINS.get(request.language)
+        if built and toolchain is not None and not toolchain.reports_build:
+            build = None  # SandboxFusion's runner has no build step (TypeScript's tsx)
         if built and not execution.runs:
             return Score.error(f"the run does not fit in the answer's {self.budget_s} s budget")
         run: Outcome | None = execution.runs[0] if execution.runs else None

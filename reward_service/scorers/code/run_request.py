@@ -30,8 +30,19 @@ RUNNERS = {
     "nodejs": "javascript",
     "javascript": "javascript",
     "rust": "rust",
+    "c": "c",
+    "ruby": "ruby",
+    "php": "php",
+    "perl": "perl",
+    "lua": "lua",
+    "typescript": "typescript",
+    "ts": "typescript",
+    "R": "R",
+    "r": "R",
+    "verilog": "verilog",
 }
-"""SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names."""
+"""SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
+is the service's own (SandboxFusion has no C runner)."""
 DEFAULT_TIMEOUT_S = 10.0
 """SandboxFusion's `run_timeout` and `compile_timeout` when a request names none."""
 MAX_PATH_CHARS = 255

@@ -51,8 +51,8 @@ class CodeSettings(ScorerSettings):
     )
     languages: frozenset[str] = Field(
         frozenset(TOOLCHAINS),
-        description="compiled languages graded, JSON list (of cpp, java, go, javascript, rust); "
-        "python always",
+        description="languages graded besides Python, JSON list (of cpp, java, go, javascript, "
+        "rust, c, ruby, php, perl, lua, typescript, R, verilog); python always",
     )
     toolchain_path: str = Field(
         DEFAULT_TOOLCHAIN_PATH, description="PATH the compilers and runtimes are looked up in"

@@ -13,6 +13,7 @@ import json
 import textwrap
 from dataclasses import dataclass
 
+from reward_service.sandbox.confine import EXEC_FD
 from tests.sandbox.harness.hostile_programs import ERR, MEM, OK, TIME, Hostile, Kind, Target
 
 
@@ -29,6 +30,7 @@ def cpp_prelude(target: Target) -> str:
         "SERVICE_PORT": target.service_port,
         "TCP_PORT": target.tcp_port,
         "UDP_PORT": target.udp_port,
+        "EXEC_FD": EXEC_FD,
     }
     lines = [f"static const char *{k} = {json.dumps(v)};" for k, v in text.items()]
     lines += [f"static const int {k} = {v};" for k, v in numbers.items()]
@@ -182,7 +184,7 @@ NATIVE: tuple[NativeHostile, ...] = (
             char sh[] = "/bin/sh", c[] = "-c", say[] = "echo ACHIEVED exec ran a shell";
             char *argv[] = {sh, c, say, nullptr}, *envp[] = {nullptr};
             execve(sh, argv, envp);
-            syscall(SYS_execveat, 64, sh, argv, envp, AT_EMPTY_PATH);
+            syscall(SYS_execveat, EXEC_FD, sh, argv, envp, AT_EMPTY_PATH);
             int fd = open(sh, O_PATH);
             syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
             std::printf("every exec refused: %s\\n", std::strerror(errno));
@@ -194,7 +196,7 @@ NATIVE: tuple[NativeHostile, ...] = (
     ),
     _n(
         "cpp_exec_own_listener",
-        'a seccomp listener of its own that lets its own execveat(64, "/bin/sh") go on',
+        'a seccomp listener of its own that lets its own execveat(EXEC_FD, "/bin/sh") go on',
         """\
         #include <cstddef>
         #include <linux/filter.h>
@@ -228,7 +230,7 @@ NATIVE: tuple[NativeHostile, ...] = (
             if (listener >= 0) pthread_create(&thread, nullptr, answer, nullptr);
             char sh[] = "/bin/sh", c[] = "-c", say[] = "echo ACHIEVED own listener";
             char *argv[] = {sh, c, say, nullptr}, *envp[] = {nullptr};
-            syscall(SYS_execveat, 64, sh, argv, envp, AT_EMPTY_PATH);
+            syscall(SYS_execveat, EXEC_FD, sh, argv, envp, AT_EMPTY_PATH);
             std::printf("exec refused: %s\\n", std::strerror(errno));
             return 0;
         }

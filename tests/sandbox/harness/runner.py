@@ -44,6 +44,7 @@ from tests.sandbox.harness.hostile_programs import (
     Hostile,
     Target,
 )
+from tests.sandbox.harness.hostile_scripts import SCRIPTS
 
 LEFTOVER = re.compile(r"leftover[0-9a-f]{32}")
 """The marker `leave_output` prints; seen again in a later run's output, memory leaked across."""
@@ -373,10 +374,12 @@ def main() -> int:
     parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
+    from reward_service.sandbox.toolchains import discover
     from reward_service.sandbox.zygote_client import ZygoteSandbox
     from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
 
-    sandbox = ZygoteSandbox(SCRATCH_MB, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["cpp"])
+    languages = ["cpp", *(hostile.language for hostile in SCRIPTS)]
+    sandbox = ZygoteSandbox(SCRATCH_MB, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=languages)
     harness = Harness(sandbox, args.results)
     try:
         harness.emit("layers", layers=list(sandbox.layers), profile=args.profile)
@@ -396,7 +399,15 @@ def main() -> int:
         # zygote, or by its answer's template), the other way round on the next profile:
         # each program meets both across the profiles.
         turn = list(platforms.PROFILES).index(args.profile)
-        for index, hostile in enumerate((*PROGRAMS, *NATIVE)):
+        found = discover(DEFAULT_TOOLCHAIN_PATH, languages)
+        missing = {language for language, tools in found.items() if isinstance(tools, str)}
+        for index, hostile in enumerate((*PROGRAMS, *NATIVE, *SCRIPTS)):
+            if hostile.language in missing:
+                continue  # its test skips, naming the missing toolchain
+            closed = sandbox.toolchains.get(hostile.language)
+            if isinstance(closed, str) and (args.only is None or hostile.name in args.only):
+                harness.emit("program", name=hostile.name, closed=closed, holes=[])
+                continue  # the sandbox closed its language on this platform, saying why
             if args.only is None or hostile.name in args.only:
                 templated = hostile.language == "python" and (turn + index) % 2 == 0
                 harness.attack(hostile, gates, templated)

@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.sandbox.harness import confine
 from tests.sandbox.harness.hostile_native import NATIVE
 from tests.sandbox.harness.hostile_programs import PROGRAMS
+from tests.sandbox.harness.hostile_scripts import SCRIPTS
 from tests.sandbox.harness.platforms import PROFILES
 
 
@@ -25,11 +26,11 @@ def main(root: Path) -> None:
             layers.setdefault(profile, (events.get("layers") or [{}])[0].get("layers"))
             for event in events.get("program", []):
                 table.setdefault(str(event["name"]), {}).setdefault(profile, event)
-    width = max(len(p.name) for p in (*PROGRAMS, *NATIVE)) + 2
+    width = max(len(p.name) for p in (*PROGRAMS, *NATIVE, *SCRIPTS)) + 2
     print("layers:", *(f"{profile}={layers.get(profile)}" for profile in PROFILES), sep="\n  ")
     print("".ljust(width) + "".join(profile[:16].ljust(17) for profile in PROFILES))
     holes = []
-    for program in (*PROGRAMS, *NATIVE):
+    for program in (*PROGRAMS, *NATIVE, *SCRIPTS):
         row = table.get(program.name, {})
         cells = []
         for profile in PROFILES:

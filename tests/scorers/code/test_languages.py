@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover
+from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits, Status
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 
 SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
-FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust"}
+FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
+FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
+FENCES |= {"verilog": "verilog"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -95,6 +97,80 @@ fn main() {
     println!("{}", v[1] + v[2]);
 }
 """,
+    "c": """\
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(void) {
+    long long m, a, b;
+    if (scanf("%lld %lld %lld", &m, &a, &b) != 3) return 1;
+    if (m == 1) { volatile long long x = 0; for (;;) x++; }
+    while (m == 2) {
+        char *block = malloc(1 << 20);
+        if (block == NULL) { fputs("out of memory\\n", stderr); return 3; }
+        memset(block, 1, 1 << 20);
+    }
+    printf("%lld\\n", a + b);
+    return 0;
+}
+""",
+    "ruby": """\
+m, a, b = $stdin.read.split.map(&:to_i)
+loop {} if m == 1
+if m == 2
+  held = []
+  loop { held << "x" * (1 << 20) }
+end
+puts a + b
+""",
+    "php": """\
+<?php
+fscanf(STDIN, "%d %d %d", $m, $a, $b);
+if ($m == 1) { for (;;) {} }
+if ($m == 2) { $held = []; for (;;) { $held[] = str_repeat("x", 1 << 20); } }
+echo $a + $b, "\\n";
+""",
+    "perl": """\
+my ($m, $p, $q) = split " ", do { local $/; <STDIN> };
+if ($m == 1) { my $x = 0; while (1) { $x++ } }
+if ($m == 2) { my @held; while (1) { push @held, "x" x (1 << 20) } }
+print $p + $q, "\\n";
+""",
+    "lua": """\
+local m, a, b = io.read("*n", "*n", "*n")
+if m == 1 then local x = 0 while true do x = x + 1 end end
+if m == 2 then
+  local held = {}
+  while true do held[#held + 1] = string.rep("x", 1048576) .. #held end
+end
+print(a + b)
+""",
+    "typescript": """\
+const [m, a, b]: number[] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);
+function spin(): never { for (;;) {} }
+if (m === 1) spin();
+if (m === 2) { const held: number[][] = []; for (;;) held.push(new Array(1 << 20).fill(1)); }
+console.log(a + b);
+""",
+    "R": """\
+x <- scan(file("stdin"), quiet = TRUE)
+if (x[1] == 1) repeat {}
+if (x[1] == 2) { held <- list(); i <- 0; repeat { i <- i + 1; held[[i]] <- numeric(131072) + i } }
+cat(format(x[2] + x[3], scientific = FALSE), "\\n", sep = "")
+""",
+    "verilog": """\
+module tb;
+  integer m, a, b, n;
+  int held[$];
+  initial begin
+    n = $fscanf(32'h8000_0000, "%d %d %d", m, a, b);
+    if (m == 1) while (1) n = n + 1;
+    if (m == 2) forever held.push_back(n);
+    $display("%0d", a + b);
+    $finish;
+  end
+endmodule
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -102,7 +178,22 @@ BROKEN = {
     "go": "package main\n\nfunc main() { x := }\n",
     "javascript": "const x = ;\n",
     "rust": 'fn main() { let x: i32 = "no"; }\n',
+    "c": "int main(void) { return undeclared; }\n",
+    "ruby": "def broken(\n",
+    "php": "<?php $x = ;\n",
+    "perl": "my $x = ;\n",
+    "lua": "local x = \n",
+    "typescript": "const x: number = ;\n",
+    "R": "x <- \n",
+    "verilog": "module tb; initial begin $display( end endmodule\n",
 }
+SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
+"""Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
+no build (the runtime reads the file), or TypeScript's transpile, which turns a file
+with a syntax error into one that says so and exits 1 (`tsx` fails at run time)."""
+OWN_FAILURE = {("c", "hog"): "runtime_error"}
+"""Where a case ends otherwise: C's `malloc` answers NULL at the address-space limit, and a
+C program's own exit is its failure (no runtime says `out of memory` for it)."""
 SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"]}
 CASES = {
     "correct": (SUMS, 1.0, Status.OK, None),
@@ -150,6 +241,7 @@ def test_a_generated_task_grades_in_every_language(
 ) -> None:
     """Correct is 1.0, a wrong answer 0.0, a spinner `time_limit`, a hog `memory_limit`."""
     label, reward, status, kind = CASES[case]
+    kind = OWN_FAILURE.get((language, case), kind)
     score = polyglot.score("p", _fenced(language, PROGRAMS[language]), label, {})
     assert (score.reward, score.status) == (reward, status), score.details
     assert score.details["language"] == language
@@ -157,7 +249,7 @@ def test_a_generated_task_grades_in_every_language(
     assert (failure or {}).get("kind") == kind, failure
 
 
-BUILT = [_language(name) for name in PROGRAMS if TOOLCHAINS[name].builds]
+BUILT = [_language(name) for name in PROGRAMS if name not in SYNTAX_AT_RUN]
 
 
 @pytest.mark.parametrize("language", BUILT)
@@ -171,10 +263,16 @@ def test_a_program_that_does_not_compile_is_a_compile_error(
     assert failure["kind"] == "compile_error" and failure["stderr"].strip(), failure
 
 
-@pytest.mark.parametrize("language", [_language("javascript")])
-def test_a_javascript_syntax_error_fails_its_first_run(polyglot: CodeScorer, language: str) -> None:
-    """JavaScript has no build (node runs the file, as SandboxFusion runs it): a syntax
-    error is the first test's `runtime_error` (exit 1), 0.0, and no other test runs."""
+SCRIPTED = [_language(name) for name in PROGRAMS if name in SYNTAX_AT_RUN]
+
+
+@pytest.mark.parametrize("language", SCRIPTED)
+def test_a_syntax_error_fails_the_first_run_where_nothing_is_built(
+    polyglot: CodeScorer, language: str
+) -> None:
+    """JavaScript, Ruby, PHP, Perl and Lua have no build (the runtime runs the file, as
+    SandboxFusion runs it), TypeScript's only strips types: a syntax error is the first
+    test's `runtime_error` (the runtime's exit status), 0.0, and no other test runs."""
     score = polyglot.score("p", _fenced(language, BROKEN[language]), SUMS, {})
     assert (score.reward, score.status) == (0.0, Status.WRONG), score.details
     failure = score.details["first_failure"]
@@ -214,6 +312,15 @@ def test_every_language_grades_on_a_non_root_platform(platform: str) -> None:
     assert "landlock" in graded.pop("layers")
     found = {name for name in PROGRAMS if not isinstance(FOUND[name], str)}
     assert graded == dict.fromkeys(found, 1.0)
+
+
+def test_the_start_up_check_names_every_toolchain_found_with_its_version() -> None:
+    """Each language whose toolchain is found here is graded, its version named: a version
+    that could not be read (Verilog's vvp prints it on stderr) closed it at start-up."""
+    check = check_sandbox(CodeSettings(pch_dir=""), GradingLimits())
+    found = {name for name, tools in FOUND.items() if isinstance(tools, Found)}
+    assert set(check.details["toolchains"]) == found, check.details["missing_toolchains"]
+    assert all(check.details["toolchains"].values()), check.details["toolchains"]
 
 
 def test_the_start_up_check_names_each_missing_toolchain() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import glob
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +19,10 @@ from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
-FOUND = discover(SETTINGS.toolchain_path, ["cpp", "javascript", "java"])
+FOUND = discover(
+    SETTINGS.toolchain_path,
+    ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"],
+)
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -258,6 +262,135 @@ def test_a_javascript_syntax_error_is_a_failed_run(scorer: RunCodeScorer) -> Non
     run = score.details["run"]
     assert (score.status, score.details["compile"]) == (Status.WRONG, None)
     assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", 1, "")
+
+
+SCRIPTS = {
+    "ruby": (
+        "require_relative 'helper'\nputs helper(gets.to_i)\nexit 3\n",
+        {"helper.rb": "def helper(n)\n  n * 2\nend\n"},
+        "def broken(\n",
+    ),
+    "php": (
+        '<?php require "helper.php"; echo helper((int) fgets(STDIN)), "\\n"; exit(3);',
+        {"helper.php": "<?php function helper($n) { return $n * 2; }"},
+        "<?php $x = ;",
+    ),
+    "perl": (
+        'use lib "."; use Helper; print Helper::twice(scalar <STDIN>), "\\n"; exit 3;',
+        {"Helper.pm": "package Helper; sub twice { $_[0] * 2 } 1;"},
+        "my $x = ;",
+    ),
+    "lua": (
+        'local helper = require("helper")\nprint(helper.twice(io.read("n")))\nos.exit(3)\n',
+        {"helper.lua": "return { twice = function(n) return n * 2 end }\n"},
+        "local x = ",
+    ),
+    "typescript": (
+        'import { twice } from "./helper";\n'
+        'console.log(twice(Number(require("fs").readFileSync(0, "utf8"))));\n'
+        "process.exitCode = 3;\n",
+        {"helper.ts": "export function twice(n: number): number { return n * 2; }\n"},
+        "const x: number = ;",
+    ),
+    "R": (
+        'source("helper.R")\ncat(twice(scan(file("stdin"), quiet = TRUE)), "\\n", sep = "")\n'
+        "quit(status = 3)\n",
+        {"helper.R": "twice <- function(n) n * 2\n"},
+        "x <- ",
+    ),
+}
+"""Per language run as a script: a program using a module of its own among `files` (it prints
+twice its input and exits 3), and one with a syntax error."""
+
+
+def _script(name: str) -> Any:
+    found = FOUND[name]
+    return pytest.param(
+        name, marks=pytest.mark.needs_tool("" if isinstance(found, Found) else f"{name}: {found}")
+    )
+
+
+@pytest.mark.parametrize("language", [_script(name) for name in SCRIPTS])
+def test_an_interpreted_language_runs_its_file_beside_its_modules(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """Ruby, PHP, Perl, Lua, TypeScript and R run as SandboxFusion runs them: no compile step
+    (TypeScript's transpile is not one: `tsx` has none), the program's modules (`files`)
+    found beside it, its exit status reported."""
+    source, modules, _ = SCRIPTS[language]
+    files = {path: _b64(text.encode()) for path, text in modules.items()}
+    score = _score(scorer, source, language=language, stdin="21\n", files=files)
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None), score.details
+    assert (run["stdout"], run["exit_code"]) == ("42\n", 3), run
+
+
+@pytest.mark.parametrize("language", [_script("typescript")])
+def test_an_interpreted_syntax_error_is_a_failed_run(scorer: RunCodeScorer, language: str) -> None:
+    """A TypeScript syntax error is the run's failure, tsc's message in stderr, as in
+    SandboxFusion: no `compile_result`, though the sandbox transpiled it in a build (the
+    runtimes without one answer none, as Node's test above shows, and each one's syntax
+    error fails its first run in `test_languages`)."""
+    score = _score(scorer, SCRIPTS[language][2], language=language)
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None), score.details
+    assert run["kind"] == "runtime_error" and run["exit_code"] and run["stderr"], run
+
+
+BUNDLED = {
+    "lua": ("lu = require('luaunit')\nlu.assertEquals(1, 2)\n", "stderr", "LuaUnit test FAILURE"),
+    "perl": (
+        "use Test::Deep;\nuse Data::Compare;\nprint Compare(1, 2) ? 'same' : 'differ';\n"
+        "exit(eq_deeply(0, 1) ? 0 : 1);\n",
+        "stdout",
+        "differ",
+    ),
+    "ruby": (
+        "require 'test/unit'\nclass TestSandbox < Test::Unit::TestCase\n"
+        "  def test_sandbox\n    assert_equal(1, 0)\n  end\nend\n",
+        "stdout",
+        "Failure",
+    ),
+    "javascript": (
+        'const _ = require("lodash");\nconsole.log(_.isEqual([1], [1]));\nprocess.exit(1);\n',
+        "stdout",
+        "true",
+    ),
+    "typescript": (
+        'import _ from "lodash";\nimport assert from "assert";\nassert(_.isEqual(1, 2));\n',
+        "stderr",
+        "AssertionError",
+    ),
+}
+"""Per language, a failing program that needs a library SandboxFusion's runtime bundles
+(MultiPL-E's Lua tests use luaunit, its Perl Test::Deep, its Ruby test/unit; lodash for
+Node), and the words of its output that only the library's own code prints."""
+
+
+LIBRARY_FILES = {
+    "lua": "/usr/share/lua/*/luaunit.lua",
+    "perl": "/usr/share/perl5/Test/Deep.pm",
+    "javascript": "/usr/share/nodejs/lodash/package.json",
+    "typescript": "/usr/share/nodejs/lodash/package.json",
+}
+"""Where Debian's packages of those libraries put them (`.ci/run` installs them)."""
+
+
+def _bundled(name: str) -> Any:
+    pattern = LIBRARY_FILES.get(name)
+    missing = f"{name}: {pattern} not installed" if pattern and not glob.glob(pattern) else ""
+    return pytest.param(name, marks=[*_script(name).marks, pytest.mark.needs_tool(missing)])
+
+
+@pytest.mark.parametrize("language", [_bundled(name) for name in BUNDLED])
+def test_the_libraries_sandbox_fusion_bundles_are_there(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """Each library loads in the run and speaks: the program fails as its test says (a
+    missing library would fail it too, so the library's own words are looked for)."""
+    source, stream, words = BUNDLED[language]
+    run = _score(scorer, source, language=language).details["run"]
+    assert run["kind"] == "runtime_error" and words in run[stream], run
 
 
 JAVA = pytest.mark.needs_tool("" if isinstance(FOUND["java"], Found) else f"java: {FOUND['java']}")

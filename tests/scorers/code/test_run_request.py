@@ -63,9 +63,9 @@ def test_limits_are_capped_by_the_services(
     ("label", "reason"),
     [
         (
-            {"language": "php"},
-            "language 'php' is not run here; languages: python, python3, cpp, java, go, nodejs, "
-            "javascript, rust",
+            {"language": "lean"},
+            "language 'lean' is not run here; languages: python, python3, cpp, java, go, nodejs, "
+            "javascript, rust, c, ruby, php, perl, lua",
         ),
         ({"language": ["python"]}, "language of type list is not run here"),
         ({"run_timeout": 0}, "run_timeout must be above 0 s"),
@@ -91,7 +91,9 @@ def test_what_cannot_be_run_is_refused_with_the_reason(label: dict[str, Any], re
 
 @pytest.mark.parametrize(
     ("language", "runner"),
-    [("python3", "python"), ("nodejs", "javascript"), ("javascript", "javascript"), ("cpp", "cpp")],
+    [("python3", "python"), ("nodejs", "javascript"), ("javascript", "javascript"), ("cpp", "cpp")]
+    + [(name, name) for name in ("c", "ruby", "php", "perl", "lua", "typescript", "R")]
+    + [("ts", "typescript"), ("r", "R")],
 )
 def test_sandbox_fusions_names_and_rolls_tags_pick_the_runner(language: str, runner: str) -> None:
     """SandboxFusion's `nodejs` and ROLL's `python3`, `javascript` tags name the runners."""
@@ -121,7 +123,7 @@ def test_files_are_decoded_and_null_contents_skipped() -> None:
     assert request.stdin == b"1 2\n"
 
 
-@pytest.mark.parametrize("language", ["cpp", "java", "go", "nodejs", "rust"])
+@pytest.mark.parametrize("language", ["cpp", "java", "go", "nodejs", "rust", "ruby", "lua"])
 def test_files_are_read_for_every_language(language: str) -> None:
     """`files` and `fetch_files` are taken for the compiled languages as for Python."""
     request = _read(language=language, files={"in.txt": _b64(b"hi")}, fetch_files=["out.txt"])

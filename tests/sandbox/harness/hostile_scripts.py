@@ -1,0 +1,378 @@
+"""The hostile families in C and the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript, R).
+
+One combined program per language, short so that each confined campaign
+pays a runtime's start once per language: it tries every way its language
+has to start a process (fork, a shell by exec, `system`, backticks, a pipe,
+and the raw `fork` and `kill` calls where the language makes raw syscalls),
+signals other processes (every process, its parent, PID 1), the loopback
+listeners (TCP, UDP) and files outside its directory (named by the run's
+marker, so the harness finds them). It prints a line starting with
+`ACHIEVED` for each step that worked, as the Python programs do
+(`hostile_programs`); the harness makes the same checks around it. Lua's
+standard library has no sockets and no signals: its program tries what it
+has. The targets of one run come first as the language's constants.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+
+from tests.sandbox.harness.hostile_native import cpp_prelude
+from tests.sandbox.harness.hostile_programs import ERR, OK, Hostile, Target
+
+
+def _quoted(text: str) -> str:
+    """`text` as a single-quoted literal of Ruby, PHP, Perl and Lua alike (no interpolation)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _constants(target: Target) -> dict[str, str]:
+    """Each target as a literal: the ports as numbers, the paths outside the run as a list."""
+    outside = ", ".join(_quoted(path) for path in target.outside_paths())
+    return {
+        "SERVICE_PORT": str(target.service_port),
+        "TCP_PORT": str(target.tcp_port),
+        "UDP_PORT": str(target.udp_port),
+        "RUN_ID": _quoted(target.run_id),
+        "OUTSIDE": outside,
+    }
+
+
+_PRELUDES = {
+    "R": "{name} <- {value}\n",
+    "typescript": "const {name} = {value};\n",
+    "ruby": "{name} = {value}\n",
+    "php": "define('{name}', {value});\n",
+    "perl": "use constant {name} => {value};\n",
+    "lua": "local {name} = {value}\n",
+}
+_LISTS = {"typescript": "[{}]", "ruby": "[{}]", "php": "[{}]", "perl": "({})", "lua": "{{{}}}"}
+_LISTS["R"] = "c({})"
+
+
+@dataclass(frozen=True)
+class ScriptHostile(Hostile):
+    """A hostile program in an interpreted language: its constants first, then its body."""
+
+    def source(self, target: Target) -> str:
+        constants = _constants(target)
+        constants["OUTSIDE"] = _LISTS[self.language].format(constants["OUTSIDE"])
+        lines = [_PRELUDES[self.language].format(name=k, value=v) for k, v in constants.items()]
+        opening = "<?php\n" if self.language == "php" else ""
+        return opening + "".join(lines) + textwrap.dedent(self.body)
+
+
+@dataclass(frozen=True)
+class CHostile(Hostile):
+    """A hostile program in C: the C++ programs' constants, which are C too."""
+
+    language: str = "c"
+
+    def source(self, target: Target) -> str:
+        prelude = cpp_prelude(target).replace("#include <string>\n#include <vector>\n", "")
+        for header in ("cerrno", "cstdio", "cstdlib", "cstring"):
+            prelude = prelude.replace(f"<{header}>", f"<{header[1:]}.h>")
+        return prelude + textwrap.dedent(self.body)
+
+
+RUBY = ScriptHostile(
+    "ruby_escape",
+    "Ruby: fork, exec, system, backticks, raw fork and kill, signals, TCP, UDP, files outside",
+    """\
+    require "socket"
+    $stdout.sync = true
+    def hit(what)
+      puts "ACHIEVED #{what}"
+    end
+    def try(what)
+      yield
+    rescue Exception => e
+      puts "#{what}: #{e.class}"
+    end
+    puts "CWD=#{Dir.pwd}"
+    try("fork") { pid = fork { exit!(0) }; hit("forked #{pid}") }
+    x86_64 = RUBY_PLATFORM.start_with?("x86_64")
+    try("raw fork") { pid = syscall(57); exit!(0) if pid == 0; hit("raw fork #{pid}") } if x86_64
+    try("system") { hit("system ran a shell") if system("/bin/sh", "-c", "true") }
+    try("backticks") { print `echo ACHIEVED backticks ran a shell` }
+    try("popen") { IO.popen(["echo", "ACHIEVED popen ran echo"]) { |io| print io.read } }
+    [-1, Process.ppid, 1].each do |pid|
+      try("kill #{pid}") { Process.kill(:KILL, pid); hit("signal to #{pid}") }
+    end
+    try("raw kill") { hit("raw kill") if syscall(62, Process.ppid, 0) == 0 } if x86_64
+    [SERVICE_PORT, TCP_PORT].each do |port|
+      try("tcp #{port}") { TCPSocket.new("127.0.0.1", port).close; hit("connected to #{port}") }
+    end
+    try("udp") { UDPSocket.new.send("x", 0, "127.0.0.1", UDP_PORT); hit("sent a datagram") }
+    (OUTSIDE + ["../#{RUN_ID}"]).each do |path|
+      try("write #{path}") { File.write(path, "x"); hit("wrote #{path}") }
+    end
+    try("exec") { exec("/bin/sh", "-c", "echo ACHIEVED exec ran a shell") }
+    """,
+    frozenset({OK, ERR}),
+    language="ruby",
+)
+
+PHP = ScriptHostile(
+    "php_escape",
+    "PHP: shell_exec, system, proc_open, pcntl_fork and exec, posix_kill, FFI, TCP, UDP, files",
+    """\
+    function hit($what) { echo "ACHIEVED $what\\n"; }
+    echo "CWD=" . getcwd() . "\\n";
+    $out = @shell_exec('echo ACHIEVED shell_exec ran a shell'); if ($out) echo $out;
+    @system('echo ACHIEVED system ran a shell');
+    $shell = ['/bin/sh', '-c', 'echo ACHIEVED proc_open ran a shell'];
+    $process = @proc_open($shell, [1 => ['pipe', 'w']], $pipes);
+    if ($process) echo stream_get_contents($pipes[1]);
+    if (function_exists('pcntl_fork')) {
+        $pid = @pcntl_fork();
+        if ($pid === 0) exit(0);
+        if ($pid > 0) hit("forked $pid"); else echo "pcntl_fork refused\\n";
+    }
+    if (function_exists('posix_kill')) {
+        foreach ([-1, posix_getppid(), 1] as $pid) if (@posix_kill($pid, 9)) hit("signal to $pid");
+    }
+    if (class_exists('FFI') && php_uname('m') === 'x86_64') {
+        try {
+            $libc = FFI::cdef('long syscall(long number, ...); void _exit(int status);');
+            $pid = $libc->syscall(57);
+            if ($pid == 0) $libc->_exit(0);
+            if ($pid > 0) hit("raw fork $pid");
+            if ($libc->syscall(62, posix_getppid(), 0) == 0) hit('raw kill');
+        } catch (Throwable $e) { echo 'FFI: ' . get_class($e) . "\\n"; }
+    }
+    foreach ([SERVICE_PORT, TCP_PORT] as $port) {
+        $socket = @fsockopen('127.0.0.1', $port, $errno, $error, 0.5);
+        if ($socket) hit("connected to $port"); else echo "tcp $port: $error\\n";
+    }
+    $udp = @stream_socket_client('udp://127.0.0.1:' . UDP_PORT);
+    if ($udp && @fwrite($udp, 'x') === 1) hit('sent a datagram');
+    foreach (array_merge(OUTSIDE, ['../' . RUN_ID]) as $path) {
+        if (@file_put_contents($path, 'x') !== false) hit("wrote $path");
+    }
+    if (function_exists('pcntl_exec')) {
+        @pcntl_exec('/bin/sh', ['-c', 'echo ACHIEVED pcntl_exec ran a shell']);
+    }
+    """,
+    frozenset({OK, ERR}),
+    language="php",
+)
+
+PERL = ScriptHostile(
+    "perl_escape",
+    "Perl: fork, exec, system, backticks, raw fork and kill by syscall, signals, TCP, UDP, files",
+    """\
+    use strict;
+    use warnings;
+    use Config;
+    use Cwd;
+    use POSIX ();
+    use Socket;
+    $| = 1;
+    sub hit { print "ACHIEVED $_[0]\\n" }
+    print "CWD=" . getcwd() . "\\n";
+    my $pid = fork();
+    if (defined $pid) { POSIX::_exit(0) if $pid == 0; hit("forked $pid") }
+    else { print "fork: $!\\n" }
+    if ($Config{archname} =~ /x86_64/) {
+        my $raw = syscall(57);
+        POSIX::_exit(0) if $raw == 0;
+        hit("raw fork $raw") if $raw > 0;
+        hit("raw kill") if syscall(62, getppid(), 0) == 0;
+    }
+    hit("system ran a shell") if system('/bin/sh', '-c', 'true') == 0;
+    my $out = `echo ACHIEVED backticks ran a shell`;
+    print $out if defined $out;
+    for my $target (-1, getppid(), 1) { hit("signal to $target") if kill('KILL', $target) }
+    for my $port (SERVICE_PORT, TCP_PORT) {
+        if (socket(my $s, PF_INET, SOCK_STREAM, 0)) {
+            hit("connected to $port") if connect($s, sockaddr_in($port, inet_aton('127.0.0.1')));
+        } else { print "socket: $!\\n" }
+    }
+    if (socket(my $u, PF_INET, SOCK_DGRAM, 0)) {
+        hit('sent a datagram') if send($u, 'x', 0, sockaddr_in(UDP_PORT, inet_aton('127.0.0.1')));
+    }
+    for my $path (OUTSIDE, '../' . RUN_ID) {
+        if (open(my $f, '>', $path)) { print $f 'x'; close $f; hit("wrote $path") }
+    }
+    exec('/bin/sh', '-c', 'echo ACHIEVED exec ran a shell') or print "exec: $!\\n";
+    """,
+    frozenset({OK, ERR}),
+    language="perl",
+)
+
+LUA = ScriptHostile(
+    "lua_escape",
+    "Lua: os.execute and io.popen (a shell each), files outside its directory",
+    """\
+    local function hit(what) print("ACHIEVED " .. what) end
+    print("CWD=" .. (os.getenv("HOME") or "?"))  -- a run's HOME is its directory
+    print("os.execute", os.execute("echo ACHIEVED os.execute ran a shell"))
+    local ok, pipe = pcall(io.popen, "echo ACHIEVED popen ran a shell")
+    if ok and pipe then io.write(pipe:read("a") or "") pipe:close() end
+    local paths = OUTSIDE
+    paths[#paths + 1] = "../" .. RUN_ID
+    for _, path in ipairs(paths) do
+        local f = io.open(path, "w")
+        if f then f:write("x") f:close() hit("wrote " .. path) end
+    end
+    """,
+    frozenset({OK, ERR}),
+    language="lua",
+)
+
+C = CHostile(
+    "c_escape",
+    "C: fork, exec of a shell, kill(-1), its parent and PID 1, TCP, UDP, files outside",
+    """\
+    #include <limits.h>
+    static void hit(const char *what) { printf("ACHIEVED %s\\n", what); fflush(stdout); }
+    int main(void) {
+        char cwd[PATH_MAX], path[PATH_MAX + 256];
+        if (getcwd(cwd, sizeof cwd)) printf("CWD=%s\\n", cwd);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) _exit(0);
+        if (pid > 0) hit("forked");
+        if (kill(-1, SIGKILL) == 0) hit("kill(-1)");
+        if (kill(getppid(), SIGKILL) == 0) hit("signal to its parent");
+        if (kill(1, SIGKILL) == 0) hit("signal to PID 1");
+        int ports[] = {SERVICE_PORT, TCP_PORT};
+        for (int i = 0; i < 2; i++) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in to = {0};
+            to.sin_family = AF_INET; to.sin_port = htons(ports[i]);
+            to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            if (fd >= 0 && connect(fd, (struct sockaddr *)&to, sizeof to) == 0) hit("connected");
+            int udp = socket(AF_INET, SOCK_DGRAM, 0);
+            to.sin_port = htons(UDP_PORT);
+            if (udp >= 0 && sendto(udp, "x", 1, 0, (struct sockaddr *)&to, sizeof to) == 1)
+                hit("sent a datagram");
+        }
+        const char *places[] = {"/tmp", "/var/tmp", "/dev/shm", HOME_DIR, REPO_DIR, ".."};
+        for (int i = 0; i < 6; i++) {
+            snprintf(path, sizeof path, "%s/%s", places[i], RUN_ID);
+            int fd = open(path, O_WRONLY | O_CREAT, 0644);
+            if (fd >= 0) { hit(path); close(fd); }
+        }
+        char sh[] = "/bin/sh", c[] = "-c", say[] = "echo ACHIEVED exec ran a shell";
+        char *argv[] = {sh, c, say, NULL}, *envp[] = {NULL};
+        execve(sh, argv, envp);
+        printf("exec refused: %s\\n", strerror(errno));
+        return 0;
+    }
+    """,
+    frozenset({OK, ERR}),
+)
+
+TYPESCRIPT = ScriptHostile(
+    "typescript_escape",
+    "TypeScript on Node: execSync, spawnSync, kill, TCP, UDP, files outside its directory",
+    """\
+    const cp = require("child_process"), fs = require("fs");
+    const net = require("net"), dgram = require("dgram");
+    const hit = (what: string) => console.log(`ACHIEVED ${what}`);
+    const attempt = (what: string, step: () => void) => {
+      try { step(); } catch (e: any) { console.log(`${what}: ${e.code || e.message}`); }
+    };
+    console.log(`CWD=${process.cwd()}`);
+    attempt("execSync", () => process.stdout.write(cp.execSync("echo ACHIEVED execSync ran")));
+    attempt("spawnSync", () => {
+      const done = cp.spawnSync("/bin/sh", ["-c", "echo ACHIEVED spawnSync ran a shell"]);
+      if (done.stdout) process.stdout.write(done.stdout);
+      if (done.error) throw done.error;
+    });
+    for (const pid of [-1, process.ppid, 1]) {
+      attempt(`kill ${pid}`, () => { process.kill(pid, "SIGKILL"); hit(`signal to ${pid}`); });
+    }
+    for (const path of [...OUTSIDE, `../${RUN_ID}`]) {
+      attempt(`write ${path}`, () => { fs.writeFileSync(path, "x"); hit(`wrote ${path}`); });
+    }
+    for (const port of [SERVICE_PORT, TCP_PORT]) {
+      attempt(`tcp ${port}`, () => {
+        const socket = net.connect(port, "127.0.0.1", () => hit(`connected to ${port}`));
+        socket.on("error", (e: any) => console.log(`tcp ${port}: ${e.code}`));
+      });
+    }
+    attempt("udp", () => {
+      const udp = dgram.createSocket("udp4");
+      udp.on("error", (e: any) => console.log(`udp: ${e.code}`));
+      udp.send("x", UDP_PORT, "127.0.0.1", (e: any) => e || hit("sent a datagram"));
+    });
+    setTimeout(() => process.exit(0), 300);
+    """,
+    frozenset({OK, ERR}),
+    time_s=3.0,
+    language="typescript",
+)
+
+R = ScriptHostile(
+    "r_escape",
+    "R: system, pipe, pskill of every process and PID 1, TCP, files outside its directory",
+    """\
+    hit <- function(what) cat("ACHIEVED", what, "\\n")
+    attempt <- function(what, expr) tryCatch(expr,
+        error = function(e) cat(what, ":", conditionMessage(e), "\\n"),
+        warning = function(w) cat(what, ":", conditionMessage(w), "\\n"))
+    cat("CWD=", getwd(), "\\n", sep = "")
+    attempt("system", cat(system("echo ACHIEVED system ran a shell", intern = TRUE), sep = "\\n"))
+    attempt("system2", cat(system2("echo", "ACHIEVED system2", stdout = TRUE), sep = "\\n"))
+    attempt("pipe", {
+        con <- pipe("echo ACHIEVED pipe ran a shell")
+        cat(readLines(con), sep = "\\n")
+        close(con)
+    })
+    for (pid in c(-1, 1)) attempt("pskill", if (isTRUE(tools::pskill(pid, 9))) hit(pid))
+    for (port in c(SERVICE_PORT, TCP_PORT)) attempt(paste("tcp", port), {
+        con <- socketConnection("127.0.0.1", port, open = "r+b", timeout = 1)
+        hit(paste("connected to", port))
+        close(con)
+    })
+    for (path in c(OUTSIDE, paste0("../", RUN_ID))) attempt(paste("write", path), {
+        writeLines("x", path)
+        hit(paste("wrote", path))
+    })
+    """,
+    frozenset({OK, ERR}),
+    time_s=3.0,
+    language="R",
+)
+
+
+@dataclass(frozen=True)
+class VerilogHostile(Hostile):
+    """A hostile testbench: its targets, the paths outside its run, written out in full."""
+
+    language: str = "verilog"
+
+    def source(self, target: Target) -> str:
+        paths = [*target.outside_paths(), f"../{target.run_id}"]
+        writes = "".join(
+            f'    fd = $fopen("{path}", "w");\n'
+            f'    if (fd != 0) begin $fdisplay(fd, "x"); $fclose(fd); '
+            f'$display("ACHIEVED wrote {path}"); end\n'
+            for path in paths
+        )
+        return textwrap.dedent(self.body).replace("    // WRITES\n", writes)
+
+
+VERILOG = VerilogHostile(
+    "verilog_escape",
+    "Verilog (vvp): files outside its directory by $fopen",
+    """\
+    module tb;
+      integer fd;
+      initial begin
+        // WRITES
+        $display("wrote nothing outside");
+        $finish;
+      end
+    endmodule
+    """,
+    frozenset({OK, ERR}),
+)
+
+SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG)
+"""One hostile program per language beyond Python and C++, in the order the campaigns run them
+(TypeScript's runs are Node's: it stands for JavaScript too)."""
