@@ -41,8 +41,6 @@ class Pacing:
         """Requests that entered since the turn began."""
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
         self._turn_ends: asyncio.Handle | None = None
-        self.most_waiting = 0
-        """The longest the queue has been (for tests and benchmarks)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] not in _NO_BODY:
@@ -56,7 +54,6 @@ class Pacing:
             return
         waiter = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
-        self.most_waiting = max(self.most_waiting, len(self._waiting))
         self._end_turn_later()
         await waiter  # cancelled (the server stopping): `_next_turn` skips it
 
