@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import multiprocessing
 import os
 import time
@@ -89,7 +90,7 @@ async def _steady(
     headers = {"Content-Type": "application/json"}
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-        turn = iter(range(len(bodies) * 1_000))
+        turn = itertools.count()
 
         async def stream() -> None:
             while time.monotonic() < until:
