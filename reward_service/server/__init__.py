@@ -10,5 +10,6 @@ error_status  the error tree mapped to status codes
 openapi       the scoring endpoints described into the OpenAPI schema
 metrics       Prometheus metrics, with labels from fixed sets only
 middleware    request ids, token paths, request metrics, access logs, connection recycling
-serving       listening sockets, uvicorn, the drain on SIGTERM
+pacing        requests with a body let into the app a few per event-loop turn (a burst's)
+serving       listening sockets, uvicorn, the collector's settings, the drain on SIGTERM
 """

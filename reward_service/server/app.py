@@ -117,7 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.admission = Admission(settings.max_queue, settings.max_pending_bytes)
-    app.state.body_parser = BodyParser(settings.max_body_containers)
+    app.state.body_parser = BodyParser(settings.max_body_containers, settings.worker_nice)
     app.state.token = settings.api_token.get_secret_value().encode() if settings.api_token else None
     app.add_middleware(ServiceMiddleware, settings=settings, metrics=metrics)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
@@ -98,8 +99,11 @@ INLINE_BRACKETS = 20_000
 class BodyParser:
     """Parses bodies on the loop when they are cheap, in one process of its own when not."""
 
-    def __init__(self, max_containers: int) -> None:
+    def __init__(self, max_containers: int, nice: int = 0) -> None:
         self.max_containers = max_containers
+        self.nice = nice
+        """Niceness added to the parse process (`REWARD_WORKER_NICE`): a costly body's parse,
+        like a grading, is scheduled after the event loop."""
         self._executor: ProcessPoolExecutor | None = None
         self.offloaded = 0
         """Bodies parsed in the parse process (`/metrics`)."""
@@ -112,7 +116,9 @@ class BodyParser:
         self.offloaded += 1
         if self._executor is None:
             context = multiprocessing.get_context("forkserver")
-            self._executor = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            self._executor = ProcessPoolExecutor(
+                max_workers=1, mp_context=context, initializer=os.nice, initargs=(self.nice,)
+            )
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(

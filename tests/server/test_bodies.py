@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator
 
@@ -96,3 +97,15 @@ async def test_the_loop_runs_on_while_a_costly_body_is_parsed() -> None:
         await ticker
         parsing.close()
     assert longest < max(0.25, took / 4), (longest, took)
+
+
+async def test_the_parse_process_runs_below_the_server() -> None:
+    """The parse process takes the workers' niceness: a costly body waits behind the loop."""
+    parsing = BodyParser(max_containers=100_000, nice=5)
+    try:
+        await parsing.parse(_body(b"[" + b"[]," * INLINE_BRACKETS + b"[]]"))
+        assert parsing._executor is not None
+        niceness = asyncio.get_running_loop().run_in_executor(parsing._executor, os.nice, 0)
+        assert await niceness == os.nice(0) + 5
+    finally:
+        parsing.close()
