@@ -72,6 +72,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+@pytest.hookimpl(trylast=True)  # after xdist's own hook wrote the groups into the node ids
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Stop a run whose groups would be lost: xdist schedules by the `@group` suffix its
+    hook adds to each node id, which pytest 9 ignores (its ids are no longer `_nodeid`), and
+    then splits every group across workers: module fixtures start once per worker and the
+    hostile campaigns run side by side."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [
+        i.nodeid
+        for i in session.items
+        if i.get_closest_marker("xdist_group") and "@" not in i.nodeid
+    ]
+    if lost:
+        raise pytest.UsageError(
+            f"xdist groups lost ({len(lost)} tests, e.g. {lost[0]}): pin pytest<9"
+        )
+
+
 _TURNS_DIR = "REWARD_TEST_TURNS_DIR"
 
 
