@@ -100,8 +100,9 @@ FINAL = "final"
 ANY = "any"
 EXTRACTION_MODES = frozenset({FINAL, ANY})
 
-_PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
-"""Gold texts that cannot hold an extraction anchor, so their box alone decides."""
+_PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+|[\[(][0-9\- ,]+[\])]")
+"""Gold texts that cannot hold an extraction anchor, so their box alone decides: plain
+numbers and intervals between integers (no backslash, so no `\\(` or `\\[` environment)."""
 
 
 class _BoundedCache(Generic[K, V]):
@@ -174,12 +175,16 @@ _VerdictKey = tuple[str, tuple[str, ...], str]
 _WARM_UP: tuple[tuple[str, str, Mapping[str, JSON]], ...] = (
     ("so $\\boxed{\\frac{3}{4}}$.", "0.75", NO_OPTIONS),
     ("so $\\boxed{2\\sqrt{3}}$.", "\\sqrt{12}", NO_OPTIONS),
+    ("so $\\boxed{3\\sqrt{2}}$.", "\\sqrt{12}", NO_OPTIONS),
     ("so $\\boxed{[1, 3)}$.", "[1,3)", NO_OPTIONS),
     ("so $\\boxed{\\frac{\\pi}{3}}$.", "\\pi/3", NO_OPTIONS),
+    ("so $\\boxed{3\\pi}$.", "\\pi/3", NO_OPTIONS),
     ("The final answer is $x^2 + 1$.", "x^2+1", NO_OPTIONS),
     ("so $\\boxed{\\frac{1}{2}}$ or 0.5", "1/2", {"extraction": "any"}),
 )
-"""Answers that take each of the scorer's paths (fast, region, full; `any`) once."""
+"""Answers that take each of the scorer's paths (fast, region, full; `any`) once, and a
+wrong radical and multiple of pi: a first unequal symbolic pair costs ~0.15 s of sympy's
+lazy set-up, which would otherwise land on a worker's first real answers."""
 
 
 def extraction_mode(options: Mapping[str, JSON]) -> str | None:
