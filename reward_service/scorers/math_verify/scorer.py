@@ -48,9 +48,9 @@ Speed in `final`, with the verdict unchanged (see `extract` for the proof):
   process, with no worker round trip (`inline`);
 * path `region`: when the deciding box can be pinned down cheaply, only
   `\\boxed{<content>}` is parsed, not the whole chain of thought;
-* path `fast`: plain numbers in that box (and in simple gold labels) are read
-  straight into math_verify's sympy values; two plain integers are compared
-  without sympy at all;
+* path `fast`: plain numbers and intervals between two integers in that box
+  (and in simple gold labels) are read straight into math_verify's sympy
+  values; two plain integers are compared without sympy at all;
 * path `full`: anything else goes through math_verify whole, as before;
 * gold parses per label and verdicts per (mode, gold texts, normalised
   answer) sit in caches of `limits.cache_size` entries each, so the
