@@ -14,6 +14,12 @@ per group, 8 answers per group, ~10% truncated), in one run on this machine:
   session, 64 connections);
 * /score/batch: the service, chunks of 64 answers, eight chunks in flight.
 
+The math workloads' sides grade sets of one shape (`workload.matched_workloads`: the same
+kinds of problem, group by group), and each is timed twice: first a fresh RL step of
+`--step-answers` answers (256) on a server just started, its workers just warm, then
+`--answers` answers on the bench's long-running server, whose caches by then hold the
+labels the workload repeats.
+
 It prints throughputs, ratios to plain, p50/p99 latency, wrong verdicts and
 the service's cache and fast-path hit rates (from its /metrics); the clients,
 counters and lines are `bench/measure.py`'s, shared with `--workload judge`.
@@ -46,7 +52,7 @@ from reward_service.bench.measure import (
     service_counters,
     wrong,
 )
-from reward_service.bench.workload import Workload, grpo_workload
+from reward_service.bench.workload import Workload, grpo_workload, matched_workloads
 from reward_service.cpus import available_cpus
 from reward_service.subcommands import Subparsers
 
@@ -54,6 +60,10 @@ T = TypeVar("T")
 
 _SEEDS_PER_WORKLOAD = 4
 """Fresh answer sets per workload: plain, the server's warm-up, /score, /score/batch."""
+_STEP_SEEDS = 10_000
+"""How far a fresh step's seeds sit from its workload's, so that no answer is shared."""
+STEP_ANSWERS = 256
+"""A fresh step's answers by default: 32 prompts x 8, a small GRPO step."""
 
 
 def _plain_init() -> None:
@@ -71,9 +81,17 @@ def _integer_answers(seed: int, answers: int) -> list[dict[str, Any]]:
     return grpo_workload(seed, answers, kinds=("integer",))
 
 
+def _mixed_sets(seed: int, answers: int, sets: int) -> list[list[dict[str, Any]]]:
+    return matched_workloads(seed, answers, sets)
+
+
+def _integer_sets(seed: int, answers: int, sets: int) -> list[list[dict[str, Any]]]:
+    return matched_workloads(seed, answers, sets, kinds=("integer",))
+
+
 WORKLOADS: dict[str, Workload] = {
-    "mixed": Workload(grpo_workload, _plain_grade, _plain_init),
-    "integer": Workload(_integer_answers, _plain_grade, _plain_init),
+    "mixed": Workload(grpo_workload, _plain_grade, _plain_init, _mixed_sets, steps=True),
+    "integer": Workload(_integer_answers, _plain_grade, _plain_init, _integer_sets, steps=True),
     "code": Workload(code_workload, grade_naive, warm_naive),
     "ifeval": Workload(instruction_workload, grade_plain, warm_plain),
     "code-cpp": Workload(cpp_workload, grade_naive_cpp, warm_naive_cpp),
@@ -106,7 +124,12 @@ def rounds_of(items: list[T], rounds: int) -> list[list[T]]:
 
 
 def _compare_sides(
-    server: Any, workload: Workload, seeds: Iterator[int], workers: int, args: argparse.Namespace
+    server: Any,
+    workload: Workload,
+    seeds: Iterator[int],
+    workers: int,
+    args: argparse.Namespace,
+    answers: int,
 ) -> None:
     """One workload's lines: plain, then /score and /score/batch with their CPU, then hit rates.
 
@@ -114,12 +137,13 @@ def _compare_sides(
     (plain, /score, /score/batch, plain, ...), so that a change in the machine's other load
     falls on every side alike; each side's line sums its rounds."""
 
-    def fresh() -> list[dict[str, Any]]:
-        return workload.items(next(seeds), args.answers)
-
-    plain_items = fresh()
-    warm_up = fresh()[: workers * 4]
-    single_items, batch_items = fresh(), fresh()
+    if workload.matched is not None:
+        plain_items, warm_set, single_items, batch_items = workload.matched(next(seeds), answers, 4)
+    else:
+        plain_items, warm_set, single_items, batch_items = (
+            workload.items(next(seeds), answers) for _ in range(4)
+        )
+    warm_up = warm_set[: workers * 4]
     parts = zip(
         *(rounds_of(items, args.rounds) for items in (plain_items, single_items, batch_items)),
         strict=True,
@@ -163,11 +187,31 @@ def _bench(args: argparse.Namespace) -> None:
         # the same answers as its part of a run of all.
         for position, (name, workload) in enumerate(WORKLOADS.items()):
             if args.workload in ("all", name):
-                print(f"workload {name}:", flush=True)
                 first = args.seed + 1 + position * _SEEDS_PER_WORKLOAD
-                _compare_sides(server, workload, itertools.count(first), workers, args)
+                if workload.steps and args.step_answers not in (0, args.answers):
+                    _fresh_step(name, workload, first + _STEP_SEEDS, workers, args)
+                print(f"workload {name}:", flush=True)
+                _compare_sides(
+                    server, workload, itertools.count(first), workers, args, args.answers
+                )
         if args.memory_answers:
             _memory(server, args.memory_answers, args.seed + len(WORKLOADS) * _SEEDS_PER_WORKLOAD)
+
+
+def _fresh_step(
+    name: str, workload: Workload, seed: int, workers: int, args: argparse.Namespace
+) -> None:
+    """`workload`'s sides on a fresh RL step: `--step-answers` answers, on a server just
+    started (its workers warm, as they are before they say ready), nothing cached."""
+    from reward_service.local_server import live_server
+
+    with live_server(workers=workers) as server:
+        print(
+            f"workload {name}, a fresh step of {args.step_answers} answers "
+            "(a server just started):",
+            flush=True,
+        )
+        _compare_sides(server, workload, itertools.count(seed), workers, args, args.step_answers)
 
 
 def _memory(server: Any, answers: int, seed: int) -> None:
@@ -215,6 +259,13 @@ def register(commands: Subparsers) -> None:
         "groups through /score/group against /score/batch",
     )
     judge_bench.add_options(bench)
+    bench.add_argument(
+        "--step-answers",
+        type=int,
+        default=STEP_ANSWERS,
+        help="math and grpo workloads: first time a fresh step of this many answers on a "
+        f"server just started (default {STEP_ANSWERS}; 0, or --answers' value: no step)",
+    )
     bench.add_argument(
         "--memory-answers", type=int, default=0, help="then stream this many answers, check RSS"
     )

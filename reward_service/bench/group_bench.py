@@ -9,7 +9,10 @@ adapter does with `--group-rm`, in one run against one service:
   worker task, so each distinct final answer is graded once (the verdict cache holds
   the rest), and answers the group's facts.
 
-Each side grades answers fresh to it (its own seeds), in `--rounds` parts taking turns.
+Each side grades answers fresh to it, of one shape (`workload.matched_workloads`), in
+`--rounds` parts taking turns; each group size is timed twice: a fresh RL step of
+`--step-answers` answers (256) on a server just started, then `--answers` answers on the
+bench's long-running server.
 Lines: throughput, the group side's ratio to the batch side, p50/p99 per request,
 wrong verdicts, CPU per answer (`measure.CpuShare`), and the verdict cache's hits and
 the grading paths from /metrics; the group side also counts the gradings it made.
@@ -33,14 +36,16 @@ from reward_service.bench.measure import (
     timed,
     wrong,
 )
-from reward_service.bench.workload import grpo_workload
+from reward_service.bench.workload import matched_workloads
 from reward_service.cpus import available_cpus
 
 GROUP_SIZES = (8, 16)
 IN_FLIGHT = 16
 """Group requests in flight at once on each side."""
 _SEEDS_PER_SIZE = 3
-"""Fresh answer sets per group size: warm-up, /score/batch, /score/group."""
+"""Seeds per group size (one is used now: `matched_workloads` makes the three sets)."""
+_STEP_SEEDS = 10_000
+"""How far the fresh steps' seeds sit from the others, so that no answer is shared."""
 
 
 def grouped(items: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
@@ -100,14 +105,20 @@ def _moved(total: dict[str, float], before: dict[str, float], after: dict[str, f
         total[key] = total.get(key, 0.0) + value - before.get(key, 0.0)
 
 
-def _compare(server: Any, size: int, seed: int, workers: int, args: argparse.Namespace) -> None:
+def _compare(
+    server: Any,
+    size: int,
+    seed: int,
+    workers: int,
+    args: argparse.Namespace,
+    answers: int,
+    title: str = "",
+) -> None:
     """One group size's two lines, each with the service's hit rates on that side."""
-    answers = -(-args.answers // size) * size  # whole groups: each batch request is one group
-
-    def fresh(offset: int) -> list[list[dict[str, Any]]]:
-        return grouped(grpo_workload(seed + offset, answers, group_size=size))
-
-    warm_up, batch_groups, group_groups = fresh(0), fresh(1), fresh(2)
+    answers = -(-answers // size) * size  # whole groups: each batch request is one group
+    warm_up, batch_groups, group_groups = (
+        grouped(items) for items in matched_workloads(seed, answers, 3, group_size=size)
+    )
     asyncio.run(post_groups(server.url, warm_up[:workers], IN_FLIGHT))
     batch = group = Run(0, 0.0, 0)
     gradings = 0
@@ -129,7 +140,7 @@ def _compare(server: Any, size: int, seed: int, workers: int, args: argparse.Nam
         _moved(batch_counts, before, middle)
         _moved(group_counts, middle, service_counters(server.url))
     ratio = f"  x{group.rate / batch.rate:.2f} vs /score/batch"
-    print(f"groups of {size}:", flush=True)
+    print(f"groups of {size}{title}:", flush=True)
     print(report_line("/score/batch", batch, None) + batch_cpu.text, flush=True)
     print(f"    service: {hit_rates({}, batch_counts)}", flush=True)
     print(report_line("/score/group", group, None) + ratio + group_cpu.text, flush=True)
@@ -150,6 +161,15 @@ def run(args: argparse.Namespace) -> None:
         f"{IN_FLIGHT} group requests in flight, seed {args.seed}",
         flush=True,
     )
+    step = args.step_answers not in (0, args.answers)
+    for position, size in enumerate(GROUP_SIZES):
+        if not step:
+            break
+        with live_server(workers=workers) as server:
+            seed = args.seed + _STEP_SEEDS + position
+            title = f", a fresh step of {args.step_answers} answers (a server just started)"
+            _compare(server, size, seed, workers, args, args.step_answers, title)
     with live_server(workers=workers) as server:
         for position, size in enumerate(GROUP_SIZES):
-            _compare(server, size, args.seed + 1 + position * _SEEDS_PER_SIZE, workers, args)
+            seed = args.seed + 1 + position * _SEEDS_PER_SIZE
+            _compare(server, size, seed, workers, args, args.answers)

@@ -8,7 +8,7 @@ carries the reward a correct grader must give it.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,12 +119,15 @@ def grpo_workload(
     kinds: tuple[str, ...] = tuple(PROBLEM_KINDS),
     min_chars: int = 1_000,
     max_chars: int = 20_000,
+    plan: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """`answers` items `{prompt, response, label, expected}`, groups interleaved."""
+    """`answers` items `{prompt, response, label, expected}`, groups interleaved; with
+    `plan`, group g's problem is of kind `plan[g]` instead of one drawn from `kinds`."""
     rng = random.Random(seed)
     groups: list[list[dict[str, Any]]] = []
     for g in range((answers + group_size - 1) // group_size):
-        problem = PROBLEM_KINDS[rng.choice(kinds)](rng)
+        kind = plan[g] if plan else rng.choice(kinds)
+        problem = PROBLEM_KINDS[kind](rng)
         prompt: Any = f"Problem {seed}-{g}: solve it and box the answer."
         if rng.random() < 0.3:
             prompt = [{"role": "user", "content": prompt}]
@@ -145,6 +148,25 @@ def grpo_workload(
     return items[:answers]
 
 
+def matched_workloads(
+    seed: int,
+    answers: int,
+    sets: int,
+    group_size: int = 8,
+    kinds: tuple[str, ...] = tuple(PROBLEM_KINDS),
+) -> list[list[dict[str, Any]]]:
+    """`sets` GRPO workloads of `answers` items, none sharing an answer, whose groups follow
+    one plan of problem kinds: at 256 answers (32 groups) two independent draws can differ
+    by a handful of interval or radical groups, which cost many times an integer group, so
+    sides compared on independent draws compare different work."""
+    rng = random.Random(seed)
+    plan = [rng.choice(kinds) for _ in range((answers + group_size - 1) // group_size)]
+    return [
+        grpo_workload(seed * 100 + index, answers, group_size, kinds, plan=plan)
+        for index in range(1, sets + 1)
+    ]
+
+
 @dataclass(frozen=True)
 class Workload:
     """What the bench times: fresh answers with known rewards, and the plain grader to beat.
@@ -157,6 +179,11 @@ class Workload:
     items: Callable[[int, int], list[dict[str, Any]]]
     plain: Callable[[dict[str, Any]], float]
     warm: Callable[[], None]
+    matched: Callable[[int, int, int], list[list[dict[str, Any]]]] | None = None
+    """`matched(seed, answers, sets)`: `sets` fresh sets of one shape (`matched_workloads`),
+    used instead of `items` where given, so the sides grade work of the same cost."""
+    steps: bool = False
+    """Whether `bench` also times a fresh step (`--step-answers`) on a just-started server."""
 
 
 def request_body(item: dict[str, Any]) -> dict[str, Any]:

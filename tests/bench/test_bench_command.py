@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reward_service.bench.bench_command import WORKLOADS, rounds_of
+from reward_service.bench.group_bench import grouped
+from reward_service.bench.workload import matched_workloads
 from reward_service.cli import build_parser
 
 
@@ -58,3 +60,34 @@ def test_rounds_option_defaults_to_one_and_refuses_zero() -> None:
     assert build_parser().parse_args(["bench", "--rounds", "4"]).rounds == 4
     with pytest.raises(SystemExit):
         build_parser().parse_args(["bench", "--rounds", "0"])
+
+
+def test_step_answers_default_to_a_small_grpo_step() -> None:
+    """`bench` times a fresh step of 256 answers unless `--step-answers 0` says not."""
+    assert build_parser().parse_args(["bench"]).step_answers == 256
+    assert build_parser().parse_args(["bench", "--step-answers", "0"]).step_answers == 0
+
+
+def _kind(label: object) -> str:
+    """The kind of problem a workload label is of (`workload.PROBLEM_KINDS`)."""
+    text = str(label)
+    for mark, kind in (("[", "interval"), ("sqrt", "radical"), ("pi", "pi"), ("frac", "fraction")):
+        if mark in text:
+            return kind
+    return "fraction" if isinstance(label, float) else "integer"
+
+
+@pytest.mark.parametrize("kinds", [("integer",), ("integer", "fraction", "radical", "interval")])
+def test_matched_sets_share_a_plan_of_kinds_and_no_answer(kinds: tuple[str, ...]) -> None:
+    """The sides' sets: group by group the same kind of problem (their label shapes
+    agree), each set its own prompts and answers, each reward as it carries."""
+    sets = matched_workloads(3, 64, 3, kinds=kinds)
+    assert [len(items) for items in sets] == [64] * 3
+    shapes = [sorted(_kind(group[0]["label"]) for group in grouped(items)) for items in sets]
+    assert shapes[0] == shapes[1] == shapes[2]
+    prompts = [{str(item["prompt"]) for item in items} for items in sets]
+    assert not (prompts[0] & prompts[1] or prompts[1] & prompts[2] or prompts[0] & prompts[2])
+    workload = WORKLOADS["mixed"]
+    workload.warm()
+    for items in sets:
+        assert [workload.plain(item) for item in items[:8]] == [i["expected"] for i in items[:8]]

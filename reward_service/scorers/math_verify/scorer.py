@@ -48,15 +48,26 @@ Speed in `final`, with the verdict unchanged (see `extract` for the proof):
   process, with no worker round trip (`inline`);
 * path `region`: when the deciding box can be pinned down cheaply, only
   `\\boxed{<content>}` is parsed, not the whole chain of thought;
-* path `fast`: plain numbers in that box (and in simple gold labels) are read
-  straight into math_verify's sympy values; two plain integers are compared
-  without sympy at all;
+* path `fast`: plain numbers and intervals between two integers in that box
+  (and in simple gold labels) are read straight into math_verify's sympy
+  values; two plain integers are compared without sympy at all;
 * path `full`: anything else goes through math_verify whole, as before;
 * gold parses per label and verdicts per (mode, gold texts, normalised
   answer) sit in caches of `limits.cache_size` entries each, so the
   interleaved answers of many groups still hit. `Score.details` says which
   path settled an answer and whether the verdict came from the cache;
-  `stats` counts both.
+  `stats` counts both;
+* equivalent answers share one `verify`: `verify(gold, answer)` is the OR,
+  over gold x answer pairs, of `sympy_expr_eq` on two sympy values (a
+  function of their trees, which `srepr` spells out) and of string equality
+  on two strings (stripped, not empty); a value paired with a string is
+  False. So an answer, once parsed (fast or region), is correct when one of
+  its strings is one of the gold's, and otherwise gets the verdict of any
+  earlier answer to the same gold texts whose sympy values have the same
+  `srepr` (`_by_value`), whatever its text: `\\frac{6}{8}` and `\\frac{3}{4}`,
+  `\\pi/3` and `\\frac{\\pi}{3}`, `[1,2)` and `[1, 2)`. Values sympy builds
+  apart keep apart: `\\sqrt{12}` and `2\\sqrt{3}`, `0.75` (a Float) and
+  `\\frac{3}{4}`, each graded on its own.
 
 `any` has none of these proofs, so it takes none of the shortcuts: no
 inline settling and no hazard screen in the server (math_verify's timeouts
@@ -100,8 +111,9 @@ FINAL = "final"
 ANY = "any"
 EXTRACTION_MODES = frozenset({FINAL, ANY})
 
-_PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+")
-"""Gold texts that cannot hold an extraction anchor, so their box alone decides."""
+_PLAIN_GOLD = re.compile(r"[0-9+\-.,/%\\{} acdfrt]+|[\[(][0-9\- ,]+[\])]")
+"""Gold texts that cannot hold an extraction anchor, so their box alone decides: plain
+numbers and intervals between integers (no backslash, so no `\\(` or `\\[` environment)."""
 
 
 class _BoundedCache(Generic[K, V]):
@@ -143,6 +155,8 @@ class GradingStats:
     full: int = 0
     verdict_hits: int = 0
     verdict_misses: int = 0
+    value_hits: int = 0
+    """Answers of `fast` or `region` whose verdict came from an answer of equal values."""
     gold_hits: int = 0
     gold_misses: int = 0
 
@@ -169,17 +183,23 @@ class _Verdict:
 
 _VerdictKey = tuple[str, tuple[str, ...], str]
 """(extraction mode, gold texts, normalised answer in `final` or the response in `any`)."""
+_ValueKey = tuple[tuple[str, ...], tuple[str, ...]]
+"""(gold texts, `srepr` of each sympy value of a parsed answer)."""
 
 
 _WARM_UP: tuple[tuple[str, str, Mapping[str, JSON]], ...] = (
     ("so $\\boxed{\\frac{3}{4}}$.", "0.75", NO_OPTIONS),
     ("so $\\boxed{2\\sqrt{3}}$.", "\\sqrt{12}", NO_OPTIONS),
+    ("so $\\boxed{3\\sqrt{2}}$.", "\\sqrt{12}", NO_OPTIONS),
     ("so $\\boxed{[1, 3)}$.", "[1,3)", NO_OPTIONS),
     ("so $\\boxed{\\frac{\\pi}{3}}$.", "\\pi/3", NO_OPTIONS),
+    ("so $\\boxed{3\\pi}$.", "\\pi/3", NO_OPTIONS),
     ("The final answer is $x^2 + 1$.", "x^2+1", NO_OPTIONS),
     ("so $\\boxed{\\frac{1}{2}}$ or 0.5", "1/2", {"extraction": "any"}),
 )
-"""Answers that take each of the scorer's paths (fast, region, full; `any`) once."""
+"""Answers that take each of the scorer's paths (fast, region, full; `any`) once, and a
+wrong radical and multiple of pi: a first unequal symbolic pair costs ~0.15 s of sympy's
+lazy set-up, which would otherwise land on a worker's first real answers."""
 
 
 def extraction_mode(options: Mapping[str, JSON]) -> str | None:
@@ -230,6 +250,7 @@ class MathVerifyScorer(Scorer):
         """Whether math_verify timed out during the answer being graded."""
         self._golds: _BoundedCache[str, _Gold] = _BoundedCache(self.limits.cache_size)
         self._verdicts: _BoundedCache[_VerdictKey, _Verdict] = _BoundedCache(self.limits.cache_size)
+        self._by_value: _BoundedCache[_ValueKey, bool] = _BoundedCache(self.limits.cache_size)
         self.stats = GradingStats()
 
     def warm(self) -> None:
@@ -240,6 +261,7 @@ class MathVerifyScorer(Scorer):
             self.score(None, response, label, options)
         self._golds = _BoundedCache(self.limits.cache_size)
         self._verdicts = _BoundedCache(self.limits.cache_size)
+        self._by_value = _BoundedCache(self.limits.cache_size)
         self.stats = GradingStats()
 
     @classmethod
@@ -378,15 +400,28 @@ class MathVerifyScorer(Scorer):
             answer = self._parsed(self._extract.region(content), self._answer_config, "first_match")
         if not answer:
             return self._unreadable("no answer found", reward_if_read=True, path=path)
+        if _strings_match(gold, answer):
+            return self._settle(key, True, path)
+        value_key = _value_key(key[1], answer) if len(latex) <= _CACHEABLE_CHARS else None
+        shared = self._by_value.get(value_key) if value_key is not None else None
+        if shared is not None:
+            self.stats.value_hits += 1
+            self._remember(key, _Verdict(shared, path, key[2][:200]))
+            return Score.verdict(shared, pred=key[2][:200], path=path, cache="hit")
         correct = self._equal(gold, answer)
-        return self._settle(key, correct, path)
+        return self._settle(key, correct, path, value_key)
 
-    def _settle(self, key: _VerdictKey, correct: bool, path: str) -> Score:
-        """The verdict on a region answer, cached unless a timeout may have caused it."""
+    def _settle(
+        self, key: _VerdictKey, correct: bool, path: str, value_key: _ValueKey | None = None
+    ) -> Score:
+        """The verdict on a region answer, cached (also under its value key) unless a
+        timeout may have caused it."""
         pred = key[2][:200]
         if not correct and self._timed_out:
             return self._timed_out_score(pred=pred, path=path)
         self._remember(key, _Verdict(correct, path, pred))
+        if value_key is not None:
+            self._by_value.put(value_key, correct)
         return Score.verdict(correct, pred=pred, path=path, cache="miss")
 
     def _grade_full(self, gold: list[Any], response: str, mode: str) -> Score:
@@ -447,6 +482,21 @@ class MathVerifyScorer(Scorer):
         if reward_if_read:
             return Score.no_answer(reason, **details)
         return Score.error(reason, **details)
+
+
+def _strings_match(gold: list[Any], answer: list[Any]) -> bool:
+    """Whether a string of `answer` equals a string of `gold` as `verify` compares them
+    (stripped, not empty): then `verify` is True, whatever the values."""
+    golds = {g.strip() for g in gold if isinstance(g, str)} - {""}
+    return any(isinstance(a, str) and a.strip() in golds for a in answer)
+
+
+def _value_key(texts: tuple[str, ...], answer: list[Any]) -> _ValueKey:
+    """What else `verify(gold, answer)` reads of `answer` (module docstring): its sympy
+    values, their trees spelled out by `srepr`."""
+    from sympy import srepr
+
+    return texts, tuple(srepr(a) for a in answer if not isinstance(a, str))
 
 
 def _reraise_thread_misuse(exc: Exception) -> None:

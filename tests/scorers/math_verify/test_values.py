@@ -14,6 +14,8 @@ PLAIN_NUMBERS = [
     "-12,345,678", "1.50", "0.0", "-0.0", "3.141592653589793238462643383279",
     "\\frac{1}{2}", "\\frac12", "-\\frac{1}{2}", "\\frac{-1}{2}", "\\frac{4}{2}", "1/2",
     "-4/6", "\\dfrac{3}{4}", "50\\%", "50%", "050%", "0%",
+    "[-6, -3)", "[-6,-3)", "(-6, -3]", "[1, 2]", "(1, 2)", "[ 1 , 2 )", "(0,1)", "[-0, 2)",
+    "(1 ,2)", "[ -1, 3)", "(-12345678901, 0]",
 ]  # fmt: skip
 
 
@@ -27,8 +29,27 @@ def test_exact_value_matches_math_verify(number: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "latex", ["3.", "1,00", "0,5", "10^{3}", "\\frac{1}{0}", "-5\\%", "2.5\\%", "x", ""]
+    "latex",
+    [
+        *["3.", "1,00", "0,5", "10^{3}", "\\frac{1}{0}", "-5\\%", "2.5\\%", "x", ""],
+        *["(3, 1)", "[2, 2]", "(2, 2)", "[1.5, 2)", "[01, 2)", "[+1, 2)", "[1,  2)"],
+        *["[1, \\infty)", "\\{1, 2\\}", "(1, 2, 3)", "[1, 2", "\\left[1, 2\\right)"],
+    ],
 )
 def test_exact_value_leaves_other_forms_to_math_verify(latex: str) -> None:
     """Forms whose value is not a plain number are not read on the fast path."""
     assert exact_value(latex) is None
+
+
+INTERVAL_GOLDS = ["[-6, -3)", "(1, 2]", "[1,2]", "(0, 5)", "(3, 1)", "[2, 2]", "[ -1 , 3)"]
+
+
+@pytest.mark.parametrize("label", INTERVAL_GOLDS)
+def test_interval_golds_parse_as_math_verify_parses_them(label: str) -> None:
+    """A gold interval read without antlr is the list math_verify's default `parse` builds."""
+    from reward_service.scorers.base import GradingLimits
+    from reward_service.scorers.labels import boxed
+    from reward_service.scorers.math_verify.scorer import MathVerifyScorer
+
+    gold = MathVerifyScorer(GradingLimits())._gold(label)
+    assert [srepr(x) for x in gold.parsed] == [srepr(x) for x in parse(boxed(label))]
