@@ -22,11 +22,20 @@ DEADLINE_S = 4.0
 PATHOLOGICAL = [*HOSTILE_ANSWERS, "The final answer is $10^{10^{10}}$"]
 
 
-@pytest.fixture
-def faults_server() -> Iterator[LiveServer]:
-    """A private two-worker server: these tests kill its workers."""
+@pytest.fixture(scope="module")
+def _shared_faults_server() -> Iterator[LiveServer]:
     with live_server(workers=2, env=TEST_ENV) as running:
         yield running
+
+
+@pytest.fixture
+def faults_server(_shared_faults_server: LiveServer) -> LiveServer:
+    """The module's two-worker server, ready with both workers: these tests kill workers,
+    and each starts where the last one's recovery left the server (a start per test cost
+    more than the tests)."""
+    _wait_ready(_shared_faults_server)
+    _wait_workers(_shared_faults_server, 2)
+    return _shared_faults_server
 
 
 def _wait_ready(server: LiveServer, timeout_s: float = 30.0) -> None:

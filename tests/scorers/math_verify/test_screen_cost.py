@@ -32,7 +32,7 @@ from reward_service.scorers.reasoning import answer_region as answer_region_of
 GROWTH = 10
 MAX_RATIO = 25.0
 """Cost at 10n over cost at n past which a step is not linear (linear ~10, quadratic ~100)."""
-REPEATS = 5
+REPEATS = 3
 TARGET_CHARS = 4_000
 """Size of the smaller input: big enough that a quadratic step shows, small enough to be quick."""
 MIN_SAMPLE_S = 2e-4
