@@ -138,24 +138,25 @@ def mount_fake_token(report: Report) -> None:
     report.write("fake_token", path=str(TOKEN_PATH))
 
 
-def mount_private_tmp(report: Report, keep: Path) -> None:
+def mount_private_tmp(report: Report, keep: list[Path]) -> None:
     """A tmpfs of its own over /tmp, in this mount namespace only (as a pod's `emptyDir`
     that no other writer shares, which docs/sandbox.md asks for): where a profile has no
     mount namespace the sandbox watches the free space of /tmp, and other tests' writing
     on the host's /tmp (a neighbour campaign's disk bombs among them) would otherwise end
-    this service's runs. `keep`, where the caller reads the reports, stays the host's
-    directory (bound back at its path)."""
-    held = os.open(keep, os.O_PATH | os.O_DIRECTORY) if keep.is_relative_to("/tmp") else None
+    this service's runs. The directories of `keep` under /tmp (where the caller reads the
+    reports; a checkout or a virtual environment made there) stay the host's, bound back
+    at their paths."""
+    under = sorted({path for path in keep if path.is_relative_to("/tmp")})
+    outermost = [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]
+    held = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in outermost]
     options = f"size={PRIVATE_TMP_MB}m,mode=1777"
     subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", "/tmp"], check=True)
-    if held is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{held}", str(keep)],
-            check=True,
-        )
-        os.close(held)
-    report.write("private_tmp", size_mb=PRIVATE_TMP_MB, kept=str(keep))
+    for path, fd in held:
+        path.mkdir(parents=True, exist_ok=True)
+        source = f"/proc/{os.getpid()}/fd/{fd}"  # the host's directory, not the new one
+        subprocess.run(["mount", "--no-canonicalize", "--bind", source, str(path)], check=True)
+        os.close(fd)
+    report.write("private_tmp", size_mb=PRIVATE_TMP_MB, kept=[str(p) for p, _ in held])
 
 
 def kill_namespace() -> int:
@@ -251,7 +252,8 @@ def main() -> int:
     if args.fake_token:
         mount_fake_token(report)
     if args.private_tmp:
-        mount_private_tmp(report, args.report.resolve().parent)
+        keep = [args.report.resolve().parent, REPO, Path(sys.prefix), Path(sys.base_prefix)]
+        mount_private_tmp(report, [path.resolve() for path in keep])
     resource.setrlimit(resource.RLIMIT_FSIZE, (BACKSTOP_FILE_BYTES, BACKSTOP_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
