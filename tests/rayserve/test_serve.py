@@ -260,6 +260,18 @@ def test_scaling_down_under_load_drains_the_removed_replica(
     assert kept in before  # scaled in place: the other replica was not restarted
 
 
+def _scored_once_up(metrics_port: int, timeout_s: float = 60) -> float:
+    """`_scored`, once the replica's metrics server listens: Serve counts a new replica
+    RUNNING when its constructor returns, a moment before that server binds its port."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return _scored(metrics_port)
+        except httpx.ConnectError:
+            assert time.monotonic() < deadline, f"no metrics on port {metrics_port}"
+            time.sleep(0.2)
+
+
 def _scored(metrics_port: int) -> float:
     """Requests to /score a replica answered, from its own /metrics."""
     text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
@@ -302,7 +314,7 @@ def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
 
     upscaled_after = asyncio.run(load_until_two())
     print(f"second replica after {upscaled_after:.1f}s of load")
-    before = [_scored(metrics_port), _scored(metrics_port + 1)]
+    before = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
     items = grpo_workload(seed=99, answers=256)
     asyncio.run(slime_rewards(deployed, [request_body(i) for i in items]))
     after = [_scored(metrics_port), _scored(metrics_port + 1)]
