@@ -261,8 +261,8 @@ def test_scaling_down_under_load_drains_the_removed_replica(
 
 
 def _scored_once_up(metrics_port: int, timeout_s: float = 60) -> float:
-    """`_scored`, once the replica's metrics server listens: Serve counts a new replica
-    RUNNING when its constructor returns, a moment before that server binds its port."""
+    """`_scored`, once the replica's metrics server listens: a new replica can be RUNNING a
+    moment before its `reconfigure` has started that server (seen once in a full run)."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
