@@ -11,6 +11,8 @@
   sleep, a stall past any signal, a crash, a memory hog), for fault tests.
 * `StandIn`: a scripted HTTP server answering canned replies, for testing
   clients against an overloaded, failing or wrong-grading service.
+* `stand_in_judge`: a chat-completions judge process (`bench.chat_stand_in`) answering
+  after a set latency, for load tests of the judge scorers; yields its base URL.
 * `LivenessProbe`: polls `/livez` in a thread while a test loads the service,
   counting answers and failures and keeping the slowest answer time.
 * `RecordingSandbox`: a `Sandbox` that runs nothing: every run ends as the
@@ -25,12 +27,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import statistics
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -53,6 +58,7 @@ __all__ = [
     "_children",
     "free_port",
     "live_server",
+    "stand_in_judge",
 ]
 
 
@@ -304,3 +310,16 @@ class RecordingSandbox:
     def close(self) -> None:
         """Nothing to stop; `closed` says it was called."""
         self.closed = True
+
+
+@contextlib.contextmanager
+def stand_in_judge(latency_s: float, jitter: float = 0.5) -> Iterator[str]:
+    """A chat-completions judge process answering after `latency_s` (times 1 ± `jitter`,
+    drawn per call); its base URL, killed on exit."""
+    command = [sys.executable, "-m", "reward_service.bench.chat_stand_in", str(latency_s)]
+    with subprocess.Popen([*command, str(jitter)], stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            yield process.stdout.readline().strip()
+        finally:
+            process.kill()

@@ -7,15 +7,13 @@ neither shares an interpreter with the probe that times `/livez`.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import orjson
 import pytest
 
 from loadtest.burst import burst_in_a_process
-from reward_service.testing import LivenessProbe, LiveServer, live_server
+from reward_service.testing import LivenessProbe, LiveServer, live_server, stand_in_judge
 
 BURST = 2_000
 GROUP = 8
@@ -25,14 +23,8 @@ JUDGE_LATENCY_S = 0.5
 @pytest.fixture(scope="module")
 def judge_url() -> Iterator[str]:
     """A stand-in judge process answering after 0.25-0.75 s."""
-    command = [sys.executable, "-m", "reward_service.bench.chat_stand_in", str(JUDGE_LATENCY_S)]
-    command.append("0.5")
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
-        try:
-            assert process.stdout is not None
-            yield process.stdout.readline().strip()
-        finally:
-            process.kill()
+    with stand_in_judge(JUDGE_LATENCY_S) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

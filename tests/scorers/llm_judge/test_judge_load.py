@@ -7,14 +7,12 @@ client shares an interpreter with the probe that times `/livez`.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from reward_service.testing import LivenessProbe, LiveServer, live_server
+from reward_service.testing import LivenessProbe, LiveServer, live_server, stand_in_judge
 
 CAP = 250
 """The judge's concurrency cap: 2,500 answers at 1-3 s each take about ten rounds. The issue's
@@ -26,13 +24,8 @@ IN_FLIGHT, PER_BATCH, LATENCY_S = 2500, 50, 2.0
 @pytest.fixture(scope="module")
 def judge_url() -> Iterator[str]:
     """A stand-in judge process answering after 1-3 s."""
-    command = [sys.executable, "-m", "reward_service.bench.chat_stand_in", str(LATENCY_S), "0.5"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
-        try:
-            assert process.stdout is not None
-            yield process.stdout.readline().strip()
-        finally:
-            process.kill()
+    with stand_in_judge(LATENCY_S) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
