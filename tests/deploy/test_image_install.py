@@ -5,6 +5,10 @@ no dependencies, install requirements.lock (hash-checked) and then the wheel
 without dependencies into a fresh pip-less virtual environment with the outer
 pip, start `reward-service serve`, wait for /readyz, grade one sample, stop it
 with SIGTERM and insist on exit status 0. Change both together.
+
+Marked `image`, outside the default run: CI's step 3 (`scripts/image-check`)
+builds the Dockerfile itself and checks all of this on the image, so here it
+is the check for a machine without buildah (`python -m pytest -m image`).
 """
 
 from __future__ import annotations
@@ -121,6 +125,7 @@ INSTRUCTIONS = {
 (scripts/lock-overrides.txt)."""
 
 
+@pytest.mark.image
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("body", [SAMPLE, INSTRUCTIONS], ids=["math", "ifeval"])
