@@ -68,9 +68,16 @@ def third_party(module: str) -> set[str]:
     return {top for top in found if top != "reward_service" and top not in sys.stdlib_module_names}
 
 
+@cache
+def _installers() -> dict[str, list[str]]:
+    """Top-level module to distributions, read once: each read walks every installed
+    distribution's file list (about 0.15 s with torch installed, for each of ~300 imports)."""
+    return packages_distributions()
+
+
 def distributions(top: str) -> set[str]:
     """The distributions that install the top-level module `top`; its own name if none is here."""
-    return {canonicalize_name(d) for d in packages_distributions().get(top, [top])}
+    return {canonicalize_name(d) for d in _installers().get(top, [top])}
 
 
 def undeclared(module: str, runtime: set[str] | None = None) -> list[str]:
