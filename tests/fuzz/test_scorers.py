@@ -18,7 +18,8 @@ pytestmark = pytest.mark.filterwarnings(
     # gc-timing callback runs, Python reports it there as "unraisable" and the scorer
     # carries on to its Score, which the test still checks. Only that callback's
     # reports are ignored: any other unraisable exception still fails the test.
-    "ignore:Exception ignored in. <function gc_cumulative_time:pytest.PytestUnraisableExceptionWarning"
+    "ignore:Exception ignored in. <function gc_cumulative_time"
+    ":pytest.PytestUnraisableExceptionWarning"
 )
 
 REGISTRY = ScorerRegistry.discover(GradingLimits(timeout_s=1, cache_size=64))

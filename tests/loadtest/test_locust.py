@@ -14,7 +14,7 @@ from reward_service.testing import Reply, StandIn, live_server
 @pytest.mark.alone
 @pytest.mark.timeout(300)
 def test_rollout_and_evaluation_load_holds_the_thresholds(tmp_path: Path) -> None:
-    """64 SLIME-like users for 30 s: no failure, no wrong reward, p99 and volume in bounds."""
+    """64 SLIME-like users for 15 s: no failure, no wrong reward, p99 and volume in bounds."""
     thresholds = load_thresholds()
     run = thresholds["run"]
     with live_server(workers=run["workers"]) as server:
@@ -29,7 +29,7 @@ def test_rollout_and_evaluation_load_holds_the_thresholds(tmp_path: Path) -> Non
 @pytest.mark.timeout(120)
 def test_a_service_that_grades_wrongly_fails_the_load_test(tmp_path: Path) -> None:
     """Against a stand-in that rewards every answer 1.0, locust counts wrong rewards."""
-    run = {"users": 8, "spawn_rate": 8, "run_time_s": 8, "stop_timeout_s": 5}
+    run = {"users": 8, "spawn_rate": 8, "run_time_s": 4, "stop_timeout_s": 5}
     with StandIn() as stand_in:
         stand_in.route("/score", lambda body: Reply(body=1.0))
         stand_in.route(

@@ -15,7 +15,7 @@ from loadtest.neighbours import neighbours_in_a_process
 from reward_service.testing import LivenessProbe, LiveServer, live_server
 from tests.conftest import TEST_ENV, gradings_in_flight
 
-SECONDS = 20.0
+SECONDS = 12.0
 IDLE_WITHIN_S = 5.0
 """The last abandoned runs' client hung up at least 2 s before the load ended."""
 
@@ -35,7 +35,7 @@ def _rejected(metrics: str, reason: str) -> float:
 @pytest.mark.slow
 @pytest.mark.alone
 def test_neighbours_never_disturb_a_steady_load(service: LiveServer) -> None:
-    """For 20 s: a SLIME-shaped stream, 8 MiB bodies of nested lists (413), bodies nested too
+    """For 12 s: a SLIME-shaped stream, 8 MiB bodies of nested lists (413), bodies nested too
     deep (400) or of 50,000 objects (graded), C++ builds handed files that would configure
     g++ (still `plain`), and spinning runs whose client hangs up after 1 s (stopped). The stream
     loses nothing and gets every reward right; /livez p99 < 50 ms and max < 100 ms."""

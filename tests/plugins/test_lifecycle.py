@@ -111,7 +111,7 @@ class SlowJudge(AsyncScorer):
 
 DELAY_S = (0.3, 0.7)
 """A judge's latency varies: each call waits a time drawn from this range."""
-BATCHES, PER_BATCH = 8, 250
+BATCHES, PER_BATCH = 4, 250
 CONCURRENCY = 64
 
 
@@ -252,7 +252,7 @@ def test_start_up_checks_are_reported(served: tuple[LiveServer, Path]) -> None:
 def test_async_scorer_under_load_holds_its_bound_and_leaves_the_loop_free(
     served: tuple[LiveServer, Path], endpoint: SlowEndpoint
 ) -> None:
-    """Two thousand answers in flight (eight batches, 0.1 s apart), each waiting on the slow
+    """A thousand answers in flight (four batches, 0.1 s apart), each waiting on the slow
     endpoint: never more than the scorer's concurrency at the endpoint, all graded, and
     /livez free (95% of probes under 100 ms, every one under 1 s: a blocked loop holds them
     for a call's 0.3-0.7 s)."""

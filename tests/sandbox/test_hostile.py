@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.harness import confine, platforms
+from tests.sandbox.harness import campaigns, confine, platforms
 from tests.sandbox.harness.hostile_native import NATIVE
 from tests.sandbox.harness.hostile_programs import BY_NAME, PROGRAMS, Hostile, Target, served_source
 from tests.sandbox.harness.hostile_scripts import SCRIPTS
@@ -35,6 +35,8 @@ from tests.sandbox.harness.runner import Listeners, files_outside
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 120.0
 ATTEMPTS = 3
+CAMPAIGNS_WAIT_S = len(PROFILES) * (DEADLINE_S + 30)
+"""A profile's first run may wait for every earlier one to end at its deadline."""
 
 pytestmark = [
     pytest.mark.heavy,
@@ -73,22 +75,41 @@ def _confined_run(tmp: Path, profile: str, attempt: int, only: list[str] | None)
     return Attack(confine.read_report(report), confine.read_report(results), logs)
 
 
+@pytest.fixture(scope="module")
+def first_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[campaigns.Campaigns[tuple[Path, Attack]]]:
+    """Every selected profile's first confined run, a few at a time from the module's start."""
+
+    def first(profile: str) -> tuple[Path, Attack]:
+        tmp = tmp_path_factory.mktemp(f"hostile-{profile}")
+        return tmp, _confined_run(tmp, profile, 0, None)
+
+    profiles = campaigns.selected(request.session, Path(__file__), "attacks")
+    started = campaigns.Campaigns(first, profiles, CAMPAIGNS_WAIT_S)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
 @pytest.fixture(
     scope="module",
     params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in PROFILES],
 )
 def attacks(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, first_runs: campaigns.Campaigns[tuple[Path, Attack]]
 ) -> Iterator[list[Attack]]:
     """A profile's confined runs: the first runs all programs, later ones what one left."""
     profile: str = request.param
     if reason := platforms.unavailable(profile):
         pytest.skip(reason)
-    tmp = tmp_path_factory.mktemp(f"hostile-{profile}")
+    tmp, attack = first_runs.result(profile)
     runs: list[Attack] = []
     left = [program.name for program in (*PROGRAMS, *NATIVE, *SCRIPTS)]
     for attempt in range(ATTEMPTS):
-        attack = _confined_run(tmp, profile, attempt, None if attempt == 0 else left)
+        if attempt > 0:
+            attack = _confined_run(tmp, profile, attempt, left)
         runs.append(attack)
         if not attack.outer.get("probe", [{}])[0].get("ok") or "layers" not in attack.inner:
             break

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +89,14 @@ def _unavailable(variant: str) -> str | None:
     scope="module",
     params=[v if v == "full" else pytest.param(v, marks=pytest.mark.slow) for v in VARIANTS],
 )
-def found(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+def found(request: pytest.FixtureRequest) -> dict[str, Any]:
     """The neighbours runner's findings on one variant, by event."""
     variant: str = request.param
     if reason := _unavailable(variant):
         pytest.skip(reason)
     inner = functools.partial(_inner, variant)
-    with confine.confined_run(f"neighbours-{variant}-", inner, DEADLINE_S) as events:
-        yield {name: found[0] for name, found in events.items()} | {"variant": variant}
+    events = confine.confined_events(f"neighbours-{variant}-", inner, DEADLINE_S)
+    return {name: found[0] for name, found in events.items()} | {"variant": variant}
 
 
 def _honest(outcomes: list[dict[str, Any]]) -> list[str]:

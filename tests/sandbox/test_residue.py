@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.sandbox.harness import confine, platforms
+from tests.sandbox.harness import campaigns, confine, platforms
 from tests.sandbox.harness.platforms import PROFILES
 from tests.sandbox.harness.residue import PROGRAMS
 
@@ -29,22 +29,39 @@ pytestmark = [
 ]
 
 
+def _residue_run(profile: str) -> dict[str, list[dict[str, Any]]]:
+    runner = [sys.executable, "-m", "tests.sandbox.harness.residue", "--results"]
+    return confine.confined_events(
+        f"residue-{profile}-",
+        lambda results: platforms.command(profile, [*runner, str(results)]),
+        DEADLINE_S,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(request: pytest.FixtureRequest) -> Iterator[campaigns.Campaigns[Any]]:
+    """Every selected profile's residue run, a few at a time from the module's start."""
+    profiles = campaigns.selected(request.session, Path(__file__), "residue")
+    started = campaigns.Campaigns(_residue_run, profiles, len(PROFILES) * (DEADLINE_S + 30))
+    try:
+        yield started
+    finally:
+        started.close()
+
+
 @pytest.fixture(
     scope="module",
     params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in PROFILES],
 )
-def residue(request: pytest.FixtureRequest) -> Iterator[dict[str, dict[str, Any]]]:
+def residue(
+    request: pytest.FixtureRequest, runs: campaigns.Campaigns[Any]
+) -> dict[str, dict[str, Any]]:
     """The residue runner's findings on one profile, by language."""
     profile: str = request.param
     if reason := platforms.unavailable(profile):
         pytest.skip(reason)
-
-    def inner(results: Path) -> list[str]:
-        runner = [sys.executable, "-m", "tests.sandbox.harness.residue", "--results", str(results)]
-        return platforms.command(profile, runner)
-
-    with confine.confined_run(f"residue-{profile}-", inner, DEADLINE_S) as events:
-        yield {event["language"]: event for event in events.get("residue", [])}
+    events = runs.result(profile)
+    return {event["language"]: event for event in events.get("residue", [])}
 
 
 @pytest.mark.parametrize("language", list(PROGRAMS))

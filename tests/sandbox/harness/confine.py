@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -269,12 +269,11 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-@contextlib.contextmanager
-def confined_run(
+def confined_events(
     prefix: str, inner: Callable[[Path], list[str]], deadline_s: float
-) -> Iterator[dict[str, list[dict[str, Any]]]]:
+) -> dict[str, list[dict[str, Any]]]:
     """Run `inner(results)`, a runner's command line, confined (`command`) from the
-    repository, in a scratch directory the real uid may write; yield the events it wrote to
+    repository, in a scratch directory the real uid may write; the events it wrote to
     `results`, once the confinement's own probe proved it and nothing outlived its deadline."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     tmp.chmod(0o777)  # the real uid writes its results here
@@ -294,6 +293,6 @@ def confined_run(
         assert outer.get("probe", [{}])[0].get("ok"), f"not confined: {outer}\n{logs}"
         assert not outer.get("watchdog"), outer["watchdog"]
         assert done.returncode == 0 and "after" in events, logs
-        yield events
+        return events
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
