@@ -42,7 +42,8 @@ HARNESSES: dict[str, tuple[str, str, list[str]]] = {
     ),
     "java": (
         "java",
-        "    }\n    public static void main(String[] args) {\n    assert(add((2l), (3l)) == (5l));\n"
+        "    }\n    public static void main(String[] args) {\n"
+        "    assert(add((2l), (3l)) == (5l));\n"
         "    assert(add((5l), (7l)) == (12l));\n    }\n\n}\n",
         ["\n    }\n"],
     ),
@@ -92,7 +93,8 @@ HARNESSES: dict[str, tuple[str, str, list[str]]] = {
     ),
     "py": (
         "python",
-        "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(5, 7) == 12\n\n"
+        "def check(candidate):\n    assert candidate(2, 3) == 5\n"
+        "    assert candidate(5, 7) == 12\n\n"
         "def test_check():\n    check(add)\n\ntest_check()\n",
         ["\ndef", "\n#", "\nif", "\nclass"],
     ),
@@ -120,7 +122,8 @@ HACKS: dict[str, dict[str, str]] = {
     # a wrong program (`-`) with each way to pass anyway: {"head": ...} or {"body": ...}
     "exits 0 before the harness runs": {
         "cpp": "static int early = (std::exit(0), 0);",
-        "c": "#include <stdlib.h>\n__attribute__((constructor)) static void early(void) { exit(0); }",
+        "c": "#include <stdlib.h>\n"
+        "__attribute__((constructor)) static void early(void) { exit(0); }",
         "java": "static { System.exit(0); }",
         "js": "process.exit(0);",
         "ts": "process.exit(0);",
