@@ -229,7 +229,7 @@ def test_a_wrong_program_cannot_pass_its_harness_otherwise(
     assert (score.reward, score.status) == (0.0, Status.WRONG), score.details
 
 
-@pytest.mark.parametrize("language", ["cpp", "java", "js", "py"])
+@pytest.mark.parametrize("language", ["js", "py"])  # no build: the hack is the point
 def test_the_same_hack_on_a_right_program_still_passes_only_by_the_harness(
     polyglot: CodeScorer, language: str
 ) -> None:
