@@ -61,6 +61,8 @@ _FENCED_OUT = "\n\n"
 _RUST_MACROS = re.compile(r"(?<![\w:])(assert|assert_eq|assert_ne|debug_assert\w*)!")
 _R_HELPERS = re.compile(r"(?<![\w.:])(stopifnot|isTRUE|all\.equal|identical)\(")
 _JAVA_CLASS = re.compile(r"\bclass\s+Problem\b")
+_RETURN = re.compile(r"\breturn\b[^;{}]*;\s*$")
+"""A `return` statement last before a closing brace."""
 
 
 class HarnessError(ValueError):
@@ -113,6 +115,8 @@ def _in_main(runner: str, program: str, tests: str, done: str) -> str:
     if len(braces) < last:
         raise HarnessError("the harness has no closing brace of its main to end before")
     end = braces[-last]
+    returns = _RETURN.search(tests, 0, end)  # `return 0;` ends a C main: the line goes first
+    end = returns.start() if returns else end
     tests = f"{tests[:end]}{done}\n{tests[end:]}"
     if runner in ("cpp", "c"):
         # after the braces the harness opens with (closing the program's function): at file

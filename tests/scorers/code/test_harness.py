@@ -28,7 +28,7 @@ SETTINGS = CodeSettings()
 FOUND = discover(SETTINGS.toolchain_path)
 
 HARNESSES: dict[str, tuple[str, str, list[str]]] = {
-    # MultiPL-E language: (fence word, tests, stop_tokens)
+    # MultiPL-E language: (fence word, tests, stop_tokens); C's (MultiPL-E has none) returns 0
     "cpp": (
         "cpp",
         "}\nint main() {\n    auto candidate = add;\n    assert(candidate((2), (3)) == (5));\n"
@@ -37,7 +37,8 @@ HARNESSES: dict[str, tuple[str, str, list[str]]] = {
     ),
     "c": (
         "c",
-        "}\nint main(void) {\n    assert(add(2, 3) == 5);\n    assert(add(5, 7) == 12);\n}\n",
+        "}\nint main(void) {\n    assert(add(2, 3) == 5);\n    assert(add(5, 7) == 12);\n"
+        "    return 0;\n}\n",
         ["\n}"],
     ),
     "java": (
@@ -276,3 +277,9 @@ def test_the_program_is_cut_at_its_first_stop_token_where_the_harness_closes_it(
     assert source.count("}") == 2
     assert source.index("return 1;") < source.index("#include <assert.h>")
     assert source.rstrip().endswith('fputs("\\nM\\"done\\"\\n", stdout); fflush(stdout);\n}')
+
+
+def test_the_line_after_the_harness_goes_before_a_return_that_ends_its_main() -> None:
+    """A C `main` that ends with `return 0;` still writes the line: it is joined before."""
+    source = joined("c", "int f(void) {\n", "}\nint main(void) {\n    return 0;\n}\n", [], "M")
+    assert source.index("fputs") < source.index("return 0;")
