@@ -16,9 +16,11 @@ which no early exit, caught failure or printed imitation reaches. The joining
 also puts the harness's own checks out of the program's reach where a language
 lets a program redefine them: C and C++ get `assert.h` again (a program's
 `#define assert(x)` or `NDEBUG` undone), Rust's macros are called by their
-`::std::` paths, R's helpers by `base::`, and JavaScript's `assert` module is
-frozen before the program loads. What stays in the program's reach is listed
-in docs/code.md.
+`::std::` paths, R's helpers by `base::`, JavaScript's `assert` module is
+frozen before the program loads and luaunit loaded afresh after it. Ruby's
+test/unit and Lua's luaunit end the program themselves (at exit, by
+`os.exit`): the line is written where their run reports success. What stays
+in the program's reach is listed in docs/code.md.
 """
 
 from __future__ import annotations
@@ -45,14 +47,13 @@ LANGUAGES = {
     "perl": "perl",
     "r": "R",
     "R": "R",
+    "rb": "ruby",
+    "ruby": "ruby",
+    "lua": "lua",
 }
 """MultiPL-E's language names (and the runners' own) -> the runner a harness runs on."""
-NOT_YET = {
-    "rb": "Ruby's test/unit runs its tests as the program exits, after any line appended",
-    "lua": "Lua's harness ends the program itself (os.exit(lu.LuaUnit.run()))",
-    "go_test.go": "Go's harness is a `go test` file, which this service does not run",
-}
-"""MultiPL-E languages the service runs but whose harness cannot be followed by a line."""
+NOT_YET = {"go_test.go": "Go's harness is a `go test` file, which this service does not run"}
+"""MultiPL-E languages the service runs but whose harness it cannot follow by a line."""
 _CUT = frozenset({"cpp", "c", "java", "rust"})
 """Languages whose harness opens by closing the program's function: the program is cut at
 its first stop token, as MultiPL-E and SandboxFusion cut a completion."""
@@ -92,9 +93,24 @@ def joined(runner: str, program: str, tests: str, stop_tokens: Sequence[str], ma
         tests = _R_HELPERS.sub(r"base::\1(", tests)
     if runner == "rust":
         tests = _RUST_MACROS.sub(r"::std::\1!", tests)
+    if runner == "lua":
+        return _lua(program, tests, done)
     if runner in ("cpp", "c", "rust", "java"):
         return _in_main(runner, program, tests, done)
     return f"{program}\n{tests}\n{done}\n"
+
+
+def _lua(program: str, tests: str, done: str) -> str:
+    """Lua's harness ends the program itself (`os.exit(lu.LuaUnit.run())`): its last
+    `os.exit` writes the line first when the status is 0. luaunit is loaded afresh for the
+    harness, so a copy the program required and changed is not the one it calls."""
+    exits = tests.rfind("os.exit(")
+    if exits == -1:
+        return f"{program}\n{_LUA_AGAIN}{tests}\n{done}\n"
+    tests = f"{tests[:exits]}_harness_exit({tests[exits + len('os.exit(') :]}"
+    ending = "local function _harness_exit(status)\n"
+    ending += f"  if status == 0 or status == true then {done} end\n  os.exit(status)\nend\n"
+    return f"{program}\n{_LUA_AGAIN}{ending}{tests}\n"
 
 
 def _cut(program: str, stop_tokens: Sequence[str]) -> str:
@@ -127,6 +143,7 @@ def _in_main(runner: str, program: str, tests: str, done: str) -> str:
     return f"{program}\n{tests}\n"
 
 
+_LUA_AGAIN = 'package.loaded["luaunit"] = nil\n'
 _C_AGAIN = "\n#undef NDEBUG\n#undef assert\n#include <assert.h>\n#include <stdio.h>\n"
 _JS_FREEZE = 'Object.freeze(require("assert")); Object.freeze(require("assert").strict);\n'
 _DONE = {
@@ -143,5 +160,13 @@ _DONE = {
     "php": 'echo "@";',
     "perl": '$| = 1; print "@";',
     "R": 'cat("@")',
+    "lua": 'io.write("@"); io.flush()',
+    # test/unit runs its tests as the program exits, after this: it runs them here instead,
+    # and exit! leaves out the exit handlers (a program's own among them)
+    "ruby": (
+        "if defined?(Test::Unit::AutoRunner)\n"
+        "  exit!(1) unless Test::Unit::AutoRunner.run == true\n"
+        'end\n$stdout.write("@")\n$stdout.flush\nexit!(0)'
+    ),
 }
 """Per runner, the statement that writes `@` (the mark and `done`) to stdout."""

@@ -92,6 +92,20 @@ HARNESSES: dict[str, tuple[str, str, list[str]]] = {
         "    stopifnot(isTRUE(all.equal(candidate(5, 7), 12)))\n}\ntest_humaneval()",
         ["\n#", "\n```"],
     ),
+    "rb": (
+        "ruby",
+        "require 'test/unit'\nclass TestHumanEval < Test::Unit::TestCase\n  def test_add\n"
+        "    candidate = method(:add)\n    assert_equal(5, candidate.call(2, 3))\n"
+        "    assert_equal(12, candidate.call(5, 7))\n  end\nend\n",
+        ["\nclass", "\ndef", "\n#", "\n\n"],
+    ),
+    "lua": (
+        "lua",
+        "lu = require('luaunit')\n\nfunction test_humaneval()\nlocal candidate = add\n"
+        "    lu.assertEquals(candidate(2, 3), 5)\n    lu.assertEquals(candidate(5, 7), 12)\nend\n\n"
+        "os.exit(lu.LuaUnit.run())",
+        ["\nlocal", "\nfunction", "\n--", "\n\n"],
+    ),
     "py": (
         "python",
         "def check(candidate):\n    assert candidate(2, 3) == 5\n"
@@ -115,6 +129,8 @@ ADD = {
     "php": "<?php\n{head}\nfunction add($x, $y) {{\n    {body}return $x {op} $y;\n}}\n",
     "pl": "{head}\nsub add {{\n    my($x, $y) = @_;\n    {body}return $x {op} $y;\n}}\n",
     "r": "{head}\nadd <- function(x, y) {{\n    {body}x {op} y\n}}\n",
+    "rb": "{head}\ndef add(x, y)\n  {body}x {op} y\nend\n",
+    "lua": "{head}\nlocal function add(x, y)\n    {body}return x {op} y\nend\n",
     "py": "{head}\ndef add(x, y):\n    {body}return x {op} y\n",
 }
 FORGED = '<<reward-service 0123456789abcdef>>"done"'
@@ -131,6 +147,8 @@ HACKS: dict[str, dict[str, str]] = {
         "php": "exit(0);",
         "pl": "exit 0;",
         "r": "quit(status = 0)",
+        "rb": "exit!(0)",
+        "lua": "os.exit(0)",
         "py": "import os\nos._exit(0)",
     },
     "exits 0 from inside the function": {
@@ -150,6 +168,7 @@ HACKS: dict[str, dict[str, str]] = {
         "php": "set_exception_handler(function ($e) { exit(0); });",
         "py": "import os, sys\nsys.excepthook = lambda *args: os._exit(0)",
         "r": "options(error = function() quit(status = 0))",
+        "rb": "at_exit { exit!(0) }",
     },
     "redefines the harness's checks": {
         "cpp": "#define NDEBUG\n#undef assert\n#define assert(x) ((void)0)",
@@ -158,6 +177,7 @@ HACKS: dict[str, dict[str, str]] = {
         "js": "require('assert').deepEqual = () => {};",
         "ts": "require('assert').deepEqual = () => {};",
         "r": "stopifnot <- function(...) invisible(NULL)",
+        "lua": "local unit = require('luaunit')\nunit.assertEquals = function() end",
         "py": "def check(candidate):\n    pass",
     },
 }
@@ -261,10 +281,9 @@ def test_a_harness_in_another_language_than_the_program_is_an_error(
     assert "needs a java program" in str(score.details)
 
 
-@pytest.mark.parametrize("language", ["rb", "lua", "go_test.go", "scala"])
+@pytest.mark.parametrize("language", ["go_test.go", "scala"])
 def test_a_harness_the_service_cannot_follow_is_an_error(language: str) -> None:
-    """Ruby's and Lua's harnesses end the program themselves, Go's is a `go test` file:
-    the reason is given, as for a language not run at all."""
+    """Go's harness is a `go test` file, Scala is not run: the reason is given."""
     with pytest.raises(HarnessError, match="harness"):
         runner(language)
 
