@@ -268,7 +268,7 @@ def _suite(spec: JSON, options: Mapping[str, JSON]) -> Suite:
     if listed:
         return _listed_suite(listed, spec)
     tests, language = spec.get("tests"), spec.get("language")
-    if isinstance(tests, str) and isinstance(language, str) and language not in _PYTHON:
+    if isinstance(tests, str) and isinstance(language, str) and language.lower() not in _PYTHON:
         return _harness_suite(spec, tests, language)
     if "tests" in spec or "test_list" in spec or "test" in spec:
         return _assert_suite(spec)

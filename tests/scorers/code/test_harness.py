@@ -266,8 +266,9 @@ def test_a_harness_label_is_read_from_multiple_shape() -> None:
     `tests` string assert-style, as MBPP's."""
     suite = read_suite({"language": "java", "tests": "}\n", "stop_tokens": ["\n}"]}, {})
     assert (suite.style, suite.language, suite.stop_tokens) == ("harness", "java", ("\n}",))
-    mbpp = read_suite({"language": "python", "tests": "assert f(1) == 2"}, {})
-    assert mbpp.style == "assert"
+    for python in ("python", "Python", "python3"):
+        mbpp = read_suite({"language": python, "tests": "assert f(1) == 2"}, {})
+        assert mbpp.style == "assert"
     with pytest.raises(LabelError, match="stop_tokens"):
         read_suite({"language": "java", "tests": "}\n", "stop_tokens": "\n}"}, {})
 
