@@ -83,13 +83,15 @@ def _runs(marks: list[pytest.MarkDecorator]) -> bool:
 SF_PARAMS = [
     pytest.param(
         case,
-        id=case["id"],
+        id=case["id"].replace("::", "."),
         marks=_marks(case["request"]["language"], case.get("differs")),
     )
     for case in SANDBOX_FUSION
 ]
 VERL_PARAMS = [
-    pytest.param(test, id=test["id"], marks=_marks(test["language"], test.get("differs")))
+    pytest.param(
+        test, id=test["id"].replace("::", "."), marks=_marks(test["language"], test.get("differs"))
+    )
     for test in VERL
 ]
 

@@ -12,6 +12,7 @@ defence in `harness.py`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -183,6 +184,10 @@ HACKS: dict[str, dict[str, str]] = {
 }
 
 
+def _slug(name: str) -> str:
+    return re.sub(r"\W+", "-", name).strip("-")
+
+
 def _program(language: str, op: str, hack: str = "") -> str:
     head, body = ("", hack.removeprefix("body:")) if hack.startswith("body:") else (hack, "")
     return ADD[language].format(op=op, head=head, body=body)
@@ -236,7 +241,7 @@ def test_a_harness_rewards_the_right_program_only(
 @pytest.mark.parametrize(
     ("language", "hack"),
     [
-        pytest.param(language, hack, id=f"{language}-{name}", marks=_tool(language))
+        pytest.param(language, hack, id=f"{language}-{_slug(name)}", marks=_tool(language))
         for name, hacks in HACKS.items()
         for language, hack in hacks.items()
     ],
