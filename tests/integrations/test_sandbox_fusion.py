@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-import requests
 import sandbox_fusion as sf
 
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.code.settings import CodeSettings
 from reward_service.testing import LiveServer, live_server
+from tests.integrations.verl_client import verl_call, verl_outcome
 
 TOKEN = "run-code-test-token"
 BUILD_TIME_S = 60
@@ -285,64 +284,6 @@ def test_without_the_token_it_is_401(server: LiveServer) -> None:
     assert answer.status_code == 401
 
 
-# verl's client: the request of `call_sandbox_api` and the verdicts of `_process_single_case`.
-
-
-def verl_call(
-    url: str, code: str, stdin: str | None, timeout: int, memory_limit_mb: int, language: str
-) -> tuple[dict[str, Any] | None, str | None]:
-    """verl's `call_sandbox_api`: its payload, headers and timeout; 504 retried; (json, error)."""
-    payload = json.dumps(
-        {
-            "compile_timeout": timeout,
-            "run_timeout": timeout,
-            "code": code,
-            "stdin": stdin,
-            "memory_limit_MB": memory_limit_mb,
-            "language": language,
-            "files": {},
-            "fetch_files": [],
-        }
-    )
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    error = None
-    for _ in range(3):
-        try:
-            response = requests.post(url, headers=headers, data=payload, timeout=timeout * 2 + 10)
-            if response.status_code == 504:
-                continue
-            response.raise_for_status()
-            return response.json(), None
-        except requests.exceptions.RequestException as exc:
-            error = str(exc)
-            break
-    return None, error or "504"
-
-
-def verl_verdict(answer: dict[str, Any] | None, expected: str) -> bool | int:
-    """verl's result for one test: True/False on a run's stdout, -1 sandbox or API error,
-    -2 runtime error, -3 timeout, -4 compile error."""
-    if answer is None or answer.get("status") not in ("Success", "Failed"):
-        return -1
-    compiled, run = answer.get("compile_result"), answer.get("run_result")
-    if answer["status"] == "Success":
-        if not run or run.get("status") != "Finished":
-            return -1
-        return str(run.get("stdout") or "").rstrip("\n") == expected.rstrip("\n")
-    if compiled and (
-        compiled.get("status") in ("Error", "TimeLimitExceeded")
-        or (compiled.get("status") == "Finished" and compiled.get("return_code") != 0)
-    ):
-        return -4
-    if not run:
-        return -1
-    if run.get("status") == "TimeLimitExceeded":
-        return -3
-    if run.get("status") == "Error" or run.get("return_code") != 0:
-        return -2
-    return -1
-
-
 @pytest.mark.parametrize(
     ("language", "code", "stdin", "expected", "timeout", "verdict"),
     [
@@ -367,7 +308,7 @@ def test_verl_client_verdicts(
     url = f"{endpoint}/run_code"
     answer, error = verl_call(url, code, stdin, timeout, memory_limit_mb=256, language=language)
     assert error is None
-    assert verl_verdict(answer, expected) == verdict
+    assert verl_outcome(answer, error, expected)[0] == verdict
 
 
 def test_verl_memory_limit_is_python_memory_error(endpoint: str) -> None:

@@ -20,7 +20,10 @@ they arrive as options, and are read from there. The formats:
   its first test (rLLM/DeepCoder put it there); a list mixes no test types;
 * assert-style: `tests` or `test_list` (a string of statements, or a list of
   them, MBPP) with optional `test_imports` and `test_setup_code`, or `test`
-  and `entry_point` (HumanEval: `test` defines `check(candidate)`).
+  and `entry_point` (HumanEval: `test` defines `check(candidate)`);
+* MultiPL-E: `tests` a string of code in the program's own `language` (not
+  `python`, which is assert-style; MultiPL-E's `py` is a harness), with optional
+  `stop_tokens`: a harness run after the program (`harness.py`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Literal
 
 from reward_service.scorers.base import JSON, echo
 
-Style = Literal["stdin", "call", "assert"]
+Style = Literal["stdin", "call", "assert", "harness"]
 
 MAX_TESTS = 1_000
 """Tests one label may hold; past it the label is unreadable."""
@@ -42,6 +45,8 @@ _NESTING_KEYS = ("input_output", "verification_info")
 _TEST_TYPES = {None: "stdin", "stdin_stdout": "stdin"}
 """Test types other datasets name otherwise (open-r1's `stdin_stdout`), as LiveCodeBench's."""
 _CONTESTS_KEYS = ("public_tests", "private_tests", "generated_tests")
+_PYTHON = frozenset({"python", "python3"})
+"""`language`s whose `tests` string stays assert-style (MultiPL-E's own Python is `py`)."""
 """CodeContests' test sets, each `{"input": [...], "output": [...]}`."""
 
 
@@ -56,6 +61,7 @@ class Suite:
     `stdin`: `inputs` are standard inputs, `expected` the outputs (text).
     `call`: `inputs` are JSON argument lists, `expected` the return values.
     `assert`: `inputs` are test statements (Python source); `setup` runs first.
+    `harness`: `inputs` is the harness, in `language`; `stop_tokens` cut the program.
     """
 
     style: Style
@@ -65,6 +71,9 @@ class Suite:
     setup: str = ""
     spec: Mapping[str, JSON] = field(default_factory=dict)
     """The label object the tests came from, for the options it carries."""
+    language: str = ""
+    """A harness's language, as the label names it (MultiPL-E's `java`, `js`, `rs`...)."""
+    stop_tokens: tuple[str, ...] = ()
 
 
 def _decoded(value: JSON, what: str) -> JSON:
@@ -201,6 +210,15 @@ def _assert_suite(spec: Mapping[str, JSON]) -> Suite:
     return Suite("assert", tests, (), "", _joined(prelude, setup))
 
 
+def _harness_suite(spec: Mapping[str, JSON], tests: str, language: str) -> Suite:
+    stops = spec.get("stop_tokens") or []
+    if not (isinstance(stops, list) and all(isinstance(s, str) for s in stops)):
+        raise LabelError("stop_tokens is not a list of strings")
+    if not tests.strip():
+        raise LabelError("label holds no tests")
+    return Suite("harness", (tests,), language=language, stop_tokens=tuple(stops))
+
+
 def _test_list(spec: Mapping[str, JSON], key: str) -> list[JSON]:
     """The LiveCodeBench test objects under `key`, or [] when it holds none."""
     value = spec.get(key)
@@ -249,6 +267,9 @@ def _suite(spec: JSON, options: Mapping[str, JSON]) -> Suite:
     listed = [case for key in _LCB_KEYS for case in _test_list(spec, key)]
     if listed:
         return _listed_suite(listed, spec)
+    tests, language = spec.get("tests"), spec.get("language")
+    if isinstance(tests, str) and isinstance(language, str) and language.lower() not in _PYTHON:
+        return _harness_suite(spec, tests, language)
     if "tests" in spec or "test_list" in spec or "test" in spec:
         return _assert_suite(spec)
     raise LabelError(

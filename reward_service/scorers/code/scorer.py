@@ -11,7 +11,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from reward_service.errors import SandboxUnavailable
@@ -26,6 +26,7 @@ from reward_service.scorers.base import (
     Status,
     echo,
 )
+from reward_service.scorers.code import harness
 from reward_service.scorers.code.asserts import AssertLimits, AssertSuite, AssertSuites
 from reward_service.scorers.code.cases import LabelError, Suite, read_suite
 from reward_service.scorers.code.compare import (
@@ -34,7 +35,7 @@ from reward_service.scorers.code.compare import (
     parse_tolerance,
     values_match,
 )
-from reward_service.scorers.code.drivers import call_driver, driver_results, new_mark
+from reward_service.scorers.code.drivers import DONE, call_driver, driver_results, new_mark
 from reward_service.scorers.code.fences import Extracted, last_program
 from reward_service.scorers.code.sandboxed import SandboxedScorer, SandboxFactory
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
@@ -189,8 +190,9 @@ class CodeScorer(SandboxedScorer):
             answer = read_options({**options, **own}, self.code)
         except (LabelError, OptionError) as exc:
             return Score.error(str(exc))
-        if suite.style != "stdin" and program.language != "python":
-            return Score.error(f"{suite.style} tests need a python program")
+        problem = _language_problem(suite, program.language)
+        if problem is not None:
+            return Score.error(problem)
         try:
             found = self._verdicts(program.language, program.source, suite, answer)
         except (SandboxUnavailable, ValueError) as exc:  # no toolchain here; an unknown standard
@@ -224,6 +226,8 @@ class CodeScorer(SandboxedScorer):
     ) -> Verdicts:
         if suite.style == "assert":
             return self._assert_verdicts(source, suite, answer)
+        if suite.style == "harness":
+            return self._harness_verdicts(language, source, suite, answer)
         mark = new_mark()
         if suite.style == "call":
             program = Program("python", call_driver(source, suite.fn_name, mark))
@@ -269,6 +273,19 @@ class CodeScorer(SandboxedScorer):
             chunk *= 2
         return Verdicts(failures)
 
+    def _harness_verdicts(
+        self, language: str, source: str, suite: Suite, answer: AnswerOptions
+    ) -> Verdicts:
+        """One run of the program with its harness after it: passed when it exits 0 having
+        written the line that follows the harness (`harness.py`). Every test is in that
+        run, so it has the service's longest time limit."""
+        mark = new_mark()
+        joined = harness.joined(language, source, suite.inputs[0], suite.stop_tokens, mark)
+        dialect = answer.standard if language != "python" else None
+        program = Program(language, joined, dialect=dialect)
+        limits = replace(answer.limits, time_s=self.code.max_time_limit_s)
+        return self._run_each(program, [b""], limits, _harness_judge(mark), stop=True)
+
     def _assert_verdicts(self, source: str, suite: Suite, answer: AnswerOptions) -> Verdicts:
         """All tests in as few runs as their plan needs (`plans.py`, `asserts.py`): each
         run has each test's time, summed, capped by the service's maximum."""
@@ -299,6 +316,32 @@ def _program(response: str, options: Mapping[str, JSON]) -> Extracted | Score:
     if _too_long(program):
         return Score.no_answer(f"program longer than {MAX_PROGRAM_CHARS} characters")
     return program
+
+
+def _language_problem(suite: Suite, language: str) -> str | None:
+    """Why the program's language cannot run the label's tests, if it cannot."""
+    if suite.style == "harness":
+        try:
+            wanted = harness.runner(suite.language)
+        except harness.HarnessError as exc:
+            return str(exc)
+        if wanted != language:
+            return f"a {suite.language} harness needs a {wanted} program"
+        return None
+    if suite.style != "stdin" and language != "python":
+        return f"{suite.style} tests need a python program"
+    return None
+
+
+def _harness_judge(mark: str) -> Judge:
+    def judge(i: int, outcome: Outcome) -> Failure | None:
+        if outcome.kind is not Kind.OK:
+            return Failure(i, outcome.kind.value, outcome.stderr)
+        if ("value", DONE) in driver_results(outcome.stdout, mark):
+            return None
+        return Failure(i, Kind.RUNTIME_ERROR.value, "the program exited before its harness ended")
+
+    return judge
 
 
 def _stdin_judge(suite: Suite, tolerance: float | None) -> Judge:
