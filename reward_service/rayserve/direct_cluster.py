@@ -36,6 +36,12 @@ class DirectReplicaState:
     node_ip: str
     actor_pid: int
     restarts: int
+    cpus: float = 1.0
+
+    @property
+    def workers(self) -> int:
+        """Its server's grading workers: the actor's whole CPUs (unless REWARD_WORKERS says)."""
+        return max(1, int(self.cpus + 1e-9))
 
     @property
     def url(self) -> str:
@@ -105,6 +111,7 @@ def _replicas(
                 node_ip=ips.get(str(actor.get("node_id")), "?"),
                 actor_pid=int(actor.get("pid") or 0),
                 restarts=int(actor.get("num_restarts") or 0),
+                cpus=float((actor.get("required_resources") or {}).get("CPU", 1.0)),
             )
         )
     return found

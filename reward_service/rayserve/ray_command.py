@@ -153,12 +153,14 @@ def register(subparsers: Subparsers) -> None:
     bench = commands.add_parser(
         "bench",
         parents=[address],
-        help="throughput through Serve against plain `reward-service serve`, same cores",
-        description="Needs the application deployed on a cluster on this machine: starts "
-        "`reward-service serve` with as many workers as the replicas hold, and drives both "
-        "with a SLIME-like client, alternating, in one run.",
+        help="throughput and CPU per answer through Serve and the direct path against plain "
+        "`reward-service serve`, same cores",
+        description="Needs the Serve application and/or the direct path deployed on a cluster "
+        "on this machine (alike: the same replicas x CPUs): starts `reward-service serve` with "
+        "as many workers as the replicas hold, and drives every side with a SLIME-like "
+        "client, taking turns, in one run.",
     )
     bench.add_argument("--answers", type=int, default=2000, help="answers per side and round")
-    bench.add_argument("--rounds", type=int, default=2, help="alternations of the two sides")
+    bench.add_argument("--rounds", type=int, default=2, help="rounds, every side once in each")
     bench.add_argument("--seed", type=int, default=20261201)
     bench.set_defaults(run=guarded(_bench, "ray"))
