@@ -34,6 +34,7 @@ class DirectReplicaState:
     state: str
     """ALIVE, RESTARTING (Ray starting it again), PENDING_CREATION (no room yet)."""
     node_ip: str
+    node_id: str
     actor_pid: int
     restarts: int
     cpus: float = 1.0
@@ -109,6 +110,7 @@ def _replicas(
                 name=name,
                 state=str(actor.get("state", "")),
                 node_ip=ips.get(str(actor.get("node_id")), "?"),
+                node_id=str(actor.get("node_id", "")),
                 actor_pid=int(actor.get("pid") or 0),
                 restarts=int(actor.get("num_restarts") or 0),
                 cpus=float((actor.get("required_resources") or {}).get("CPU", 1.0)),

@@ -158,7 +158,8 @@ def register(subparsers: Subparsers) -> None:
         description="Needs the Serve application and/or the direct path deployed on a cluster "
         "on this machine (alike: the same replicas x CPUs): starts `reward-service serve` with "
         "as many workers as the replicas hold, and drives every side with a SLIME-like "
-        "client, taking turns, in one run.",
+        "client, taking turns, in one run. With REWARD_API_TOKEN set (the replicas' token), "
+        "every side is asked with it.",
     )
     bench.add_argument("--answers", type=int, default=2000, help="answers per side and round")
     bench.add_argument("--rounds", type=int, default=2, help="rounds, every side once in each")

@@ -188,6 +188,12 @@ def _direct_side(dashboard: Dashboard) -> _RaySide | None:
     return _RaySide("ray-direct", f"{url}/score", len(behind), min(r.workers for r in behind))
 
 
+def _with_token(url: str, token: str) -> str:
+    """`http://host:port/score` in the token path form, `/t/<token>/score`."""
+    base, _, path = url.rpartition("/score")
+    return f"{base}/t/{token}/score{path}"
+
+
 def _sides(address: str) -> list[_RaySide]:
     with Dashboard(address) as dashboard:
         sides = [side for side in (_serve_side(dashboard), _direct_side(dashboard)) if side]
@@ -217,9 +223,12 @@ def compare(address: str, *, answers: int, seed: int, rounds: int) -> dict[str, 
     )
     ratios: dict[str, list[float]] = {side.name: [] for side in ray_sides}
     cpu_ratios: dict[str, list[float]] = {side.name: [] for side in ray_sides}
+    token = os.environ.get("REWARD_API_TOKEN")
     with live_server(workers=workers) as server:
         pid = server.process.pid
         order = [("direct", f"{server.url}/score")] + [(s.name, s.url) for s in ray_sides]
+        if token:  # every side asks for it: the local server reads the same variable
+            order = [(name, _with_token(url, token)) for name, url in order]
         for _, url in order:
             _run(url, _items(seed - 1, min(answers, 256)), pid)
         for r in range(rounds):

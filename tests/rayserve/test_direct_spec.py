@@ -15,6 +15,7 @@ from reward_service.rayserve.direct_spec import (
     direct_options,
 )
 from reward_service.rayserve.spec import RayServeError, replica_options
+from reward_service.server.serving import bind_sockets
 
 
 def test_replica_names_carry_their_ports_and_other_actors_are_not_replicas() -> None:
@@ -103,3 +104,16 @@ def test_status_lists_live_replicas_and_the_busiest_node_url_first() -> None:
     assert "3 alive" in shown and "RESTARTING on 10.0.0.2" in shown
     with pytest.raises(RayServeError, match="no direct replica is alive"):
         _ = DirectStatus(()).endpoint
+
+
+def test_servers_of_a_node_can_share_the_replica_port() -> None:
+    """With reuse_port, a second server listens on the same port as the first (SO_REUSEPORT)."""
+    first = bind_sockets("127.0.0.1", 0, reuse_port=True)
+    shared = first[0].getsockname()[1]
+    second = bind_sockets("127.0.0.1", shared, reuse_port=True)
+    try:
+        for sock in (*first, *second):
+            sock.listen()
+    finally:
+        for sock in (*first, *second):
+            sock.close()
