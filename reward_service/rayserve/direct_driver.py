@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 import ray
@@ -52,6 +53,13 @@ def _remove(name: ReplicaName, actor: Any, timeout_s: float) -> None:
     except (ray.exceptions.RayError, TimeoutError) as exc:
         _say(f"{name}: drain did not finish ({type(exc).__name__}); removing it anyway")
     ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # the name is free once Ray has the actor dead
+        try:
+            ray.get_actor(str(name), namespace=NAMESPACE)
+        except ValueError:
+            break
+        time.sleep(0.2)
     _say(f"removed {name}")
 
 

@@ -46,6 +46,9 @@ _PR_SET_PDEATHSIG = 1
 _BACKOFF_S = (0.5, 10.0)
 _STEADY_S = 60.0
 """A server up this long resets the restart backoff."""
+_EXITS_BEFORE_READY = 3
+"""A server that exits this often before it is first ready will not come up (its port is
+taken, a setting is refused): the replica fails rather than wait out its timeout."""
 
 
 class ServerNotReady(RewardServiceError):
@@ -117,15 +120,16 @@ class DirectReplica:
         self._started.wait(timeout_s)
         url = f"http://127.0.0.1:{self.own_port}/readyz"
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.restarts < _EXITS_BEFORE_READY:
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(url, timeout=2.0).status_code == 200:
                     return
             time.sleep(0.2)
         self.stop()
         raise ServerNotReady(
-            f"reward-service serve on port {self.port}/{self.own_port} not ready after "
-            f"{timeout_s:g} s ({self.restarts} restart(s)); see this actor's log"
+            f"reward-service serve on ports {self.port} and {self.own_port} not ready "
+            f"({self.restarts} exit(s), {timeout_s:g} s allowed); its output is in this "
+            "actor's log"
         )
 
     def info(self) -> dict[str, Any]:

@@ -126,9 +126,15 @@ class LocalCluster:
 
 
 def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Start a node; its jobs' `python` is this interpreter (`ray direct` runs one)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     with log.open("wb") as out:
         return subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PATH": path},
         )
 
 
