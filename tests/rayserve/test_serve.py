@@ -535,12 +535,13 @@ def test_direct_against_plain_serve_bench_prints_ratios(
 ) -> None:
     """`ray bench` grades the same answers through the direct path and plain serve, all right."""
     result = _direct_cli(
-        *("ray", "bench", "--address", cluster.dashboard, "--answers", "300", "--rounds", "2")
+        *("ray", "bench", "--address", cluster.dashboard, "--answers", "200", "--rounds", "1")
     )
     assert result.returncode == 0, result.stdout + result.stderr
     print(result.stdout)
-    assert result.stdout.count("wrong: 0") == 4
+    assert result.stdout.count("wrong: 0") == 2
     assert "ray-direct/direct throughput: x" in result.stdout
+    assert "cpu ms per answer: servers" in result.stdout
 
 
 def test_a_killed_direct_server_is_restarted_and_no_reward_is_lost(
@@ -550,7 +551,7 @@ def test_a_killed_direct_server_is_restarted_and_no_reward_is_lost(
     (same URL), every reward right; the actor starts the server again on its own port."""
     replica = min(_direct_status(cluster).replicas, key=lambda r: r.name)
     victim = _server_pid(replica.actor_pid)
-    items = grpo_workload(seed=27, answers=1200)
+    items = grpo_workload(seed=27, answers=800)
 
     async def load_and_kill() -> list[float]:
         bodies = [request_body(i) for i in items]
