@@ -46,21 +46,25 @@ def _ours() -> dict[ReplicaName, Any]:
     return found
 
 
-def _remove(name: ReplicaName, actor: Any, timeout_s: float) -> None:
-    """Drain the replica's server (SIGTERM), then end the actor for good."""
-    try:
-        ray.get(actor.stop.remote(), timeout=timeout_s)
-    except (ray.exceptions.RayError, TimeoutError) as exc:
-        _say(f"{name}: drain did not finish ({type(exc).__name__}); removing it anyway")
-    ray.kill(actor, no_restart=True)
+def _remove(replicas: dict[ReplicaName, Any], timeout_s: float) -> None:
+    """Drain the replicas' servers (SIGTERM, all at once), then end their actors for good."""
+    if not replicas:
+        return
+    stops = {name: actor.stop.remote() for name, actor in replicas.items()}
+    _, late = ray.wait(list(stops.values()), num_returns=len(stops), timeout=timeout_s)
+    for name, actor in sorted(replicas.items()):
+        if stops[name] in late:
+            _say(f"{name}: drain did not finish in {timeout_s:g} s; removing it anyway")
+        ray.kill(actor, no_restart=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # the name is free once Ray has the actor dead
-        try:
-            ray.get_actor(str(name), namespace=NAMESPACE)
-        except ValueError:
-            break
-        time.sleep(0.2)
-    _say(f"removed {name}")
+    for name in sorted(replicas):
+        while time.monotonic() < deadline:  # the name is free once Ray has the actor dead
+            try:
+                ray.get_actor(str(name), namespace=NAMESPACE)
+            except ValueError:
+                break
+            time.sleep(0.2)
+        _say(f"removed {name}")
 
 
 def _create(spec: DirectSpec, name: ReplicaName, secrets: dict[str, str], wait_s: float) -> Any:
@@ -102,7 +106,7 @@ def deploy(spec: DirectSpec, wait_s: float) -> list[dict[str, Any]]:
     stale = {name: actor for name, actor in existing.items() if name in wanted and name not in kept}
     for name, actor in sorted(stale.items()):
         _say(f"replacing {name}: its settings differ")
-        _remove(name, actor, spec.drain_s + 30)
+        _remove({name: actor}, spec.drain_s + 30)
         kept[name] = _create(spec, name, secrets, wait_s)
         ray.get(kept[name].info.remote(), timeout=wait_s)
     new = {name: _create(spec, name, secrets, wait_s) for name in sorted(wanted - set(kept))}
@@ -116,17 +120,14 @@ def deploy(spec: DirectSpec, wait_s: float) -> list[dict[str, Any]]:
             f"direct: replicas not ready after {wait_s:g} s: not enough free CPUs and "
             f"{spec.node_resource!r} on the CPU nodes? (ray status shows what is pending)"
         ) from None
-    for name, actor in sorted(existing.items()):
-        if name not in wanted:
-            _remove(name, actor, spec.drain_s + 30)
+    _remove({n: a for n, a in existing.items() if n not in wanted}, spec.drain_s + 30)
     return infos
 
 
 def delete(port: int | None, drain_s: float) -> int:
     """Drain and remove the replicas on `port` (None: all); how many there were."""
     found = {n: a for n, a in _ours().items() if port is None or n.port == port}
-    for name, actor in sorted(found.items()):
-        _remove(name, actor, drain_s + 30)
+    _remove(found, drain_s + 30)
     return len(found)
 
 

@@ -535,7 +535,7 @@ def test_direct_against_plain_serve_bench_prints_ratios(
 ) -> None:
     """`ray bench` grades the same answers through the direct path and plain serve, all right."""
     result = _direct_cli(
-        *("ray", "bench", "--address", cluster.dashboard, "--answers", "200", "--rounds", "1")
+        *("ray", "bench", "--address", cluster.dashboard, "--answers", "100", "--rounds", "1")
     )
     assert result.returncode == 0, result.stdout + result.stderr
     print(result.stdout)
