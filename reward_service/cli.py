@@ -61,7 +61,7 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        serve(settings)
+        serve(settings, reuse_port=args.reuse_port, own_port=args.own_port)
     except OSError as exc:
         sys.exit(
             f"reward-service serve: error: cannot listen on {settings.host}:{settings.port}: {exc}"
@@ -120,6 +120,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port [REWARD_PORT, default 8000]")
     serve.add_argument(
         "--workers", type=int, help="grading processes [REWARD_WORKERS, default: usable CPUs]"
+    )
+    serve.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="share the port with other servers of this user (SO_REUSEPORT; `ray direct`)",
+    )
+    serve.add_argument(
+        "--own-port", type=int, help="also serve on this port, not shared (`ray direct`)"
     )
     serve.set_defaults(run=guarded(_serve, "serve"))
 

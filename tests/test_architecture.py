@@ -66,8 +66,9 @@ PARTS: dict[str, tuple[str, ...]] = {
     "slime_command": ("reward_service.launcher.slime_command", "reward_service.launcher.__main__"),
     # the dashboard side of Ray Serve, over HTTP: what the launcher uses from a training job
     "rayserve": ("reward_service.rayserve",),
-    # the Serve replica: the only module that imports Ray's Serve and wraps the app
-    "ray_replica": ("reward_service.rayserve.deployment",),
+    # what runs on the cluster and imports Ray: the Serve replica (wraps the app), and the
+    # direct path's deploy job (creates the actors that hold `reward-service serve`)
+    "ray_replica": ("reward_service.rayserve.deployment", "reward_service.rayserve.direct_driver"),
     # the `ray` command and its bench (`ray bench`)
     "ray_command": ("reward_service.rayserve.ray_command", "reward_service.rayserve.throughput"),
     # `reward-service bench`: drives the service as a client, grades the plain side itself
@@ -111,7 +112,10 @@ MAY_IMPORT: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "launcher": (("floor", "subcommands"), ("httpx", "ray")),
     "slime_command": (("floor", "subcommands", "launcher", "rayserve"), ()),
     "rayserve": (("floor", "subcommands"), ("httpx", "yaml")),
-    "ray_replica": (("floor", "settings", "server"), ("ray", "fastapi", "prometheus_client")),
+    "ray_replica": (
+        ("floor", "settings", "server", "rayserve"),
+        ("ray", "fastapi", "prometheus_client"),
+    ),
     "ray_command": (("floor", "subcommands", "rayserve", "bench", "local_server"), ("aiohttp",)),
     "bench": (
         ("floor", "subcommands", "sandbox", "scorers", "contracts", "local_server"),

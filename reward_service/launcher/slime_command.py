@@ -4,8 +4,9 @@
 sub-command stores its handler as `args.run`, which exits non-zero on failure.
 Options left unset fall back to `LaunchConfig.from_env()` (`SLIME_REWARD_*`).
 With a Ray address (`--ray-address`, `SLIME_REWARD_RAY_ADDRESS`) and no URL,
-the URL is the Serve application's on that cluster; `launch` and `submit`
-can deploy it there first, or insist it runs (`--ray-serve deploy|check`).
+the URL is the direct path's on that cluster when its replicas run, else
+the Serve application's; `launch` and `submit` can deploy either there
+first, or insist it runs (`--ray-direct deploy|check`, `--ray-serve deploy|check`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from reward_service.launcher.preflight import run_preflight
 from reward_service.launcher.submit import DEFAULT_ENTRYPOINT, JobSpec, submit
 from reward_service.launcher.urls import resolve_url, score_url
 from reward_service.rayserve.cluster import Dashboard
+from reward_service.rayserve.direct_cluster import deploy_direct, direct_status
+from reward_service.rayserve.direct_spec import direct_from_args, direct_options
 from reward_service.rayserve.spec import RayServeError, spec_from_args, spec_options
 from reward_service.redaction import redact
 from reward_service.subcommands import (
@@ -65,13 +68,48 @@ def _command(args: argparse.Namespace) -> list[str]:
     return command[1:] if command[:1] == ["--"] else command
 
 
-def _on_ray(dashboard: Dashboard, args: argparse.Namespace) -> str:
-    """`--ray-serve deploy|check` on this cluster; the application's `http://host:port`.
+def _on_ray_direct(dashboard: Dashboard, mode: str | None, args: argparse.Namespace) -> str | None:
+    """`--ray-direct deploy|check`, or without either path named, the direct path if it runs:
+    its URL (`http://host:port`), else None. SLIME posts to one URL: with replicas on
+    several nodes, the others get none of its requests, which is said."""
+    if mode == "deploy":
+        spec = direct_from_args(args)
+        status = deploy_direct(dashboard, spec, secrets_from_env(spec.secret_names))
+    else:
+        status = direct_status(dashboard)
+    if not status.serving:
+        if mode == "check":
+            raise RayServeError(
+                f"no direct replica runs on Ray at {dashboard.address}\n"
+                "  deploy them: reward-service ray direct deploy --address " + dashboard.address
+            )
+        return None
+    others = status.endpoints()[1:]
+    if others:
+        print(
+            f"slime: warning: SLIME posts to {status.endpoint} only; the replicas at "
+            f"{', '.join(others)} get none of its requests (one node per URL; see docs/ray.md)",
+            file=sys.stderr,
+            flush=True,
+        )
+    return status.endpoint
 
-    Without `--ray-serve` (`url`, `preflight`) the application must be deployed;
-    the preflight then waits for it to be ready.
+
+def _on_ray(dashboard: Dashboard, args: argparse.Namespace) -> str:
+    """`--ray-serve|--ray-direct deploy|check` on this cluster; the service's `http://host:port`.
+
+    Without either (`url`, `preflight`) the direct path's replicas, if any run,
+    else the Serve application, which must be deployed; the preflight then
+    waits for it to be ready.
     """
     mode = getattr(args, "ray_serve", None)
+    direct = getattr(args, "ray_direct", None)
+    if mode and direct:
+        raise ConfigError("--ray-serve and --ray-direct: choose one path")
+    if direct or not mode:
+        found = _on_ray_direct(dashboard, direct, args)
+        if found is not None:
+            return found
     if mode == "deploy":
         spec = spec_from_args(args)
         return dashboard.deploy(spec, secrets_from_env(spec.secret_names)).endpoint
@@ -90,10 +128,10 @@ def _resolved(config: LaunchConfig, args: argparse.Namespace) -> str:
 
     `--ray-serve` deploys or checks the application even beside an explicit URL.
     """
-    ray_serve = getattr(args, "ray_serve", None)
+    ray_serve = getattr(args, "ray_serve", None) or getattr(args, "ray_direct", None)
     if ray_serve and not config.ray_address:
         raise ConfigError(
-            "--ray-serve needs the cluster: --ray-address or SLIME_REWARD_RAY_ADDRESS"
+            "--ray-serve/--ray-direct need the cluster: --ray-address or SLIME_REWARD_RAY_ADDRESS"
         )
     if config.ray_address and (ray_serve or not config.url):
         with Dashboard(config.ray_address) as dashboard:
@@ -154,7 +192,8 @@ def _submit(args: argparse.Namespace) -> int:
         secret_names=tuple(args.secret_env),
         submission_id=args.submission_id,
     )
-    if args.ray_serve and not (args.dry_run and args.ray_serve == "deploy"):
+    mode = args.ray_serve or args.ray_direct
+    if mode and not (args.dry_run and mode == "deploy"):
         with Dashboard(ray_dashboard(args.address)) as dashboard:
             base = _on_ray(dashboard, args)
         if "SLIME_REWARD_URL" not in env:
@@ -222,13 +261,20 @@ def _ray_serve_option(parser: argparse.ArgumentParser, address: str) -> None:
         help=f"first deploy the reward service on the cluster at {address} (with the options "
         "below), or insist it runs there; the job then posts to its Serve endpoint",
     )
+    parser.add_argument(
+        "--ray-direct",
+        choices=("deploy", "check"),
+        help="the same for the direct path (`ray direct`): the job posts to a replica node's "
+        "own `reward-service serve` port, no proxy",
+    )
 
 
 def register(subparsers: Subparsers) -> None:
     """Add `slime` and its sub-commands to the main CLI."""
     slime = subparsers.add_parser("slime", help="run SLIME (remote_rm) against this service")
     commands = slime.add_subparsers(dest="slime_command", required=True)
-    location, preflight, serve = _location_options(), _preflight_options(), spec_options()
+    location, preflight = _location_options(), _preflight_options()
+    serve, direct = spec_options(), direct_options()
 
     url = commands.add_parser(
         "url", parents=[location], help="print the URL SLIME should post to (--rm-url)"
@@ -244,7 +290,7 @@ def register(subparsers: Subparsers) -> None:
 
     launch = commands.add_parser(
         "launch",
-        parents=[location, preflight, serve],
+        parents=[location, preflight, serve, direct],
         help="preflight, then exec the train command with --rm-type/--rm-url added",
         description="Everything after -- is the train command, passed on untouched "
         "(default: python3 train.py). Skip the preflight with --skip-preflight or "
@@ -259,7 +305,7 @@ def register(subparsers: Subparsers) -> None:
 
     job = commands.add_parser(
         "submit",
-        parents=[serve],
+        parents=[serve, direct],
         help="submit the SLIME job to Ray, argv intact",
         description="Everything after -- is the job's entrypoint, as argv "
         f"(default: {' '.join(DEFAULT_ENTRYPOINT)}).",

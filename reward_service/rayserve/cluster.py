@@ -110,6 +110,10 @@ class Dashboard:
             )
         return answer
 
+    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Any dashboard endpoint; `RayServeError` when it cannot be reached or refuses."""
+        return self._request(method, path, **kwargs)
+
     def nodes(self) -> list[Node]:
         answer = self._request("GET", "/api/v0/nodes", params={"limit": 10_000}).json()
         return [Node.from_state(state) for state in answer["data"]["result"]["result"]]

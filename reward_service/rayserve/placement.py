@@ -12,9 +12,20 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from reward_service.rayserve.spec import RayServeError, ServeSpec
+from reward_service.rayserve.spec import RayServeError
+
+
+class Sizing(Protocol):
+    """What placement needs of a deployment, Serve's (`ServeSpec`) or direct (`DirectSpec`)."""
+
+    @property
+    def replicas(self) -> int: ...
+    @property
+    def cpus_per_replica(self) -> float: ...
+    @property
+    def node_resource(self) -> str: ...
 
 
 class PlacementError(RayServeError):
@@ -45,14 +56,14 @@ class Node:
     def gpus(self) -> float:
         return self.resources.get("GPU", 0.0)
 
-    def room(self, spec: ServeSpec) -> int:
+    def room(self, spec: Sizing) -> int:
         """How many replicas of `spec` this node can hold at most (0 if it may hold none)."""
         if not self.alive or self.gpus > 0:
             return 0
         offered = min(self.resources.get(spec.node_resource, 0.0), self.resources.get("CPU", 0.0))
         return math.floor(offered / spec.cpus_per_replica + 1e-9)
 
-    def describe(self, spec: ServeSpec) -> str:
+    def describe(self, spec: Sizing) -> str:
         role = "head" if self.head else "worker"
         cpu, gpu = self.resources.get("CPU", 0.0), self.gpus
         offered = self.resources.get(spec.node_resource, 0.0)
@@ -62,7 +73,7 @@ class Node:
         )
 
 
-def _fix(spec: ServeSpec) -> str:
+def _fix(spec: Sizing) -> str:
     amount = max(1, math.ceil(spec.cpus_per_replica))
     resources = json.dumps({spec.node_resource: amount})
     return (
@@ -72,7 +83,7 @@ def _fix(spec: ServeSpec) -> str:
     )
 
 
-def check_placement(nodes: Sequence[Node], spec: ServeSpec) -> list[Node]:
+def check_placement(nodes: Sequence[Node], spec: Sizing) -> list[Node]:
     """The nodes that may hold a replica; `PlacementError` if none may, or too few."""
     listed = "\n".join(f"    {node.describe(spec)}" for node in nodes) or "    (no nodes)"
     tainted = [n for n in nodes if n.alive and n.gpus > 0 and n.resources.get(spec.node_resource)]
@@ -86,8 +97,8 @@ def check_placement(nodes: Sequence[Node], spec: ServeSpec) -> list[Node]:
     if not eligible:
         raise PlacementError(
             f"no node can hold a replica ({spec.cpus_per_replica:g} CPU and "
-            f"{spec.cpus_per_replica:g} {spec.node_resource!r}, no GPU); Serve would leave "
-            f"the deployment pending for ever.\n  nodes:\n{listed}\n{_fix(spec)}"
+            f"{spec.cpus_per_replica:g} {spec.node_resource!r}, no GPU); Ray would leave "
+            f"it pending for ever.\n  nodes:\n{listed}\n{_fix(spec)}"
         )
     room = sum(node.room(spec) for node in eligible)
     if room < spec.replicas:

@@ -1,5 +1,7 @@
-"""`reward-service ray {deploy,status,delete,config,bench}`: the service on a Ray cluster.
+"""`reward-service ray {deploy,status,delete,config,bench}` and `ray direct {deploy,status,delete}`.
 
+The first set is the Serve application; `ray direct` the direct path
+(`reward-service serve` processes held by Ray actors, `direct_cluster`).
 Every command talks to the cluster's dashboard (`--address`, default
 `$RAY_ADDRESS`); `config` prints Serve's YAML for `serve deploy` instead.
 """
@@ -10,7 +12,9 @@ import argparse
 import sys
 
 from reward_service.rayserve.cluster import Dashboard
-from reward_service.rayserve.spec import spec_from_args, spec_options
+from reward_service.rayserve.direct_cluster import delete_direct, deploy_direct, direct_status
+from reward_service.rayserve.direct_spec import direct_from_args, direct_options
+from reward_service.rayserve.spec import replica_options, spec_from_args, spec_options
 from reward_service.subcommands import Subparsers, guarded, ray_dashboard, secrets_from_env
 
 
@@ -62,6 +66,56 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _direct_deploy(args: argparse.Namespace) -> int:
+    spec = direct_from_args(args)
+    with Dashboard(ray_dashboard(args.address)) as dashboard:
+        status = deploy_direct(
+            dashboard, spec, secrets_from_env(spec.secret_names), wait_s=args.wait_s
+        )
+    print(status.describe())
+    return 0
+
+
+def _direct_status(args: argparse.Namespace) -> int:
+    with Dashboard(ray_dashboard(args.address)) as dashboard:
+        status = direct_status(dashboard)
+    print(status.describe())
+    return 0 if status.serving else 1
+
+
+def _direct_delete(args: argparse.Namespace) -> int:
+    with Dashboard(ray_dashboard(args.address)) as dashboard:
+        delete_direct(dashboard, args.replica_port, args.drain_s)
+    return 0
+
+
+def _register_direct(commands: Subparsers, address: argparse.ArgumentParser) -> None:
+    direct = commands.add_parser(
+        "direct",
+        help="the direct path: `reward-service serve` as Ray actors on CPU nodes, no Serve proxy",
+        description="Each replica is a detached Ray actor holding one `reward-service serve` "
+        "process on its node; a node's replicas share one port. See docs/ray.md.",
+    )
+    verbs = direct.add_subparsers(dest="direct_command", required=True)
+    deploy = verbs.add_parser(
+        "deploy",
+        parents=[address, replica_options(), direct_options()],
+        help="start or update the replicas on CPU nodes, wait until they are warm",
+    )
+    deploy.add_argument("--wait-s", type=float, default=600.0, help="how long to wait for them")
+    deploy.set_defaults(run=guarded(_direct_deploy, "ray direct"))
+    status = verbs.add_parser(
+        "status", parents=[address], help="the replicas, their nodes and URLs (1: none alive)"
+    )
+    status.set_defaults(run=guarded(_direct_status, "ray direct"))
+    delete = verbs.add_parser(
+        "delete", parents=[address], help="drain and remove the replicas (default: every port)"
+    )
+    delete.add_argument("--replica-port", type=int, help="only the replicas on this port")
+    delete.add_argument("--drain-s", type=float, default=30.0, help="drain allowed per replica")
+    delete.set_defaults(run=guarded(_direct_delete, "ray direct"))
+
+
 def register(subparsers: Subparsers) -> None:
     """Add `ray` and its sub-commands to the main CLI."""
     ray = subparsers.add_parser("ray", help="run the service on a Ray cluster (Ray Serve)")
@@ -94,15 +148,20 @@ def register(subparsers: Subparsers) -> None:
     )
     config.set_defaults(run=guarded(_config, "ray"))
 
+    _register_direct(commands, address)
+
     bench = commands.add_parser(
         "bench",
         parents=[address],
-        help="throughput through Serve against plain `reward-service serve`, same cores",
-        description="Needs the application deployed on a cluster on this machine: starts "
-        "`reward-service serve` with as many workers as the replicas hold, and drives both "
-        "with a SLIME-like client, alternating, in one run.",
+        help="throughput and CPU per answer through Serve and the direct path against plain "
+        "`reward-service serve`, same cores",
+        description="Needs the Serve application and/or the direct path deployed on a cluster "
+        "on this machine (alike: the same replicas x CPUs): starts `reward-service serve` with "
+        "as many workers as the replicas hold, and drives every side with a SLIME-like "
+        "client, taking turns, in one run. With REWARD_API_TOKEN set (the replicas' token), "
+        "every side is asked with it.",
     )
     bench.add_argument("--answers", type=int, default=2000, help="answers per side and round")
-    bench.add_argument("--rounds", type=int, default=2, help="alternations of the two sides")
+    bench.add_argument("--rounds", type=int, default=2, help="rounds, every side once in each")
     bench.add_argument("--seed", type=int, default=20261201)
     bench.set_defaults(run=guarded(_bench, "ray"))

@@ -135,24 +135,13 @@ class ServeSpec:
         return yaml.safe_dump(self.config(masked), sort_keys=False)
 
 
-def spec_options() -> argparse.ArgumentParser:
-    """The options of a `ServeSpec`: for `ray deploy|config` and `slime launch|submit`."""
-    options = argparse.ArgumentParser(add_help=False)
-    group = options.add_argument_group("the Ray Serve application")
+def _replica_options(group: argparse._ArgumentGroup) -> None:
+    """Options both paths share: the Serve application's and the direct path's replicas."""
     group.add_argument(
         "--replicas", type=int, default=1, help="replicas (minimum when autoscaling)"
     )
     group.add_argument(
         "--cpus-per-replica", type=float, default=1.0, help="CPUs per replica; workers = whole CPUs"
-    )
-    group.add_argument("--max-replicas", type=int, help="autoscale from --replicas up to this")
-    group.add_argument(
-        "--target-ongoing-requests", type=float, default=32.0, help="autoscaling: per replica"
-    )
-    group.add_argument("--upscale-delay-s", type=float, default=30.0, help="autoscaling")
-    group.add_argument("--downscale-delay-s", type=float, default=300.0, help="autoscaling")
-    group.add_argument(
-        "--look-back-period-s", type=float, default=30.0, help="autoscaling: load averaged over"
     )
     group.add_argument(
         "--drain-s",
@@ -160,19 +149,6 @@ def spec_options() -> argparse.ArgumentParser:
         default=30.0,
         help="a removed replica answers what it took for this long",
     )
-    group.add_argument(
-        "--metrics-port",
-        type=int,
-        default=9500,
-        help="each replica's own /metrics: first free port from this on its node (0: off)",
-    )
-    group.add_argument(
-        "--serve-access-log",
-        action="store_true",
-        help="Serve's own log line per request too (off: it costs CPU per request)",
-    )
-    group.add_argument("--http-host", default="0.0.0.0", help="address Serve's proxies listen on")
-    group.add_argument("--http-port", type=int, default=8000, help="port Serve's proxies listen on")
     group.add_argument(
         "--node-resource",
         default=NODE_RESOURCE,
@@ -192,6 +168,42 @@ def spec_options() -> argparse.ArgumentParser:
         metavar="NAME",
         help="copy this shell's $NAME into each replica (e.g. REWARD_API_TOKEN), never printed",
     )
+
+
+def replica_options() -> argparse.ArgumentParser:
+    """The replica options alone: for `ray direct deploy`."""
+    options = argparse.ArgumentParser(add_help=False)
+    _replica_options(options.add_argument_group("replicas"))
+    return options
+
+
+def spec_options() -> argparse.ArgumentParser:
+    """The options of a `ServeSpec`: for `ray deploy|config` and `slime launch|submit`."""
+    options = argparse.ArgumentParser(add_help=False)
+    group = options.add_argument_group("the Ray Serve application (and the direct path's replicas)")
+    _replica_options(group)
+    group.add_argument("--max-replicas", type=int, help="autoscale from --replicas up to this")
+    group.add_argument(
+        "--target-ongoing-requests", type=float, default=32.0, help="autoscaling: per replica"
+    )
+    group.add_argument("--upscale-delay-s", type=float, default=30.0, help="autoscaling")
+    group.add_argument("--downscale-delay-s", type=float, default=300.0, help="autoscaling")
+    group.add_argument(
+        "--look-back-period-s", type=float, default=30.0, help="autoscaling: load averaged over"
+    )
+    group.add_argument(
+        "--metrics-port",
+        type=int,
+        default=9500,
+        help="each replica's own /metrics: first free port from this on its node (0: off)",
+    )
+    group.add_argument(
+        "--serve-access-log",
+        action="store_true",
+        help="Serve's own log line per request too (off: it costs CPU per request)",
+    )
+    group.add_argument("--http-host", default="0.0.0.0", help="address Serve's proxies listen on")
+    group.add_argument("--http-port", type=int, default=8000, help="port Serve's proxies listen on")
     return options
 
 

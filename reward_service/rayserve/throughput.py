@@ -1,10 +1,12 @@
-"""Throughput through Ray Serve against plain `reward-service serve`, same cores, one run.
+"""Throughput through Ray Serve and the direct path against plain `reward-service serve`, one run.
 
-Both sides get the same worker count (the replicas' whole CPUs) and the same
-GRPO-shaped answers (`bench.workload`), new to both each round, driven by a SLIME-like client, the
-sides alternating so that drift on a shared machine hits both. Serve's cost
-is its proxy: every request crosses the proxy actor's own event loop and a
-Ray actor call into the replica, on the same cores as the grading.
+Every side gets the same worker count (the replicas' whole CPUs) and the same
+GRPO-shaped answers (`bench.workload`), new to all each round, driven by a
+SLIME-like client, the sides taking turns first so that drift on a shared
+machine hits all. Serve's cost is its proxy: every request crosses the proxy
+actor's own event loop and a Ray actor call into the replica, on the same
+cores as the grading. The direct path's requests reach `reward-service serve`
+itself; its actors only hold the servers.
 
 `slime_rewards` is that client: one aiohttp session, 64 connections, 120 s
 per attempt, 10 attempts, any exception, status >= 400 or non-JSON answer
@@ -25,6 +27,8 @@ from typing import Any
 
 from reward_service.bench.workload import grpo_workload, request_body
 from reward_service.rayserve.cluster import Dashboard
+from reward_service.rayserve.direct_cluster import direct_status
+from reward_service.rayserve.direct_spec import ACTOR_CLASS
 from reward_service.rayserve.spec import DEPLOYMENT_NAME, RayServeError
 
 SLIME_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0, 30.0)
@@ -80,8 +84,20 @@ async def slime_rewards(
     return Rewards(list(rewards), retries, time.perf_counter() - started)
 
 
-_ROLES = {"ray::ProxyActor": "proxy", "haproxy": "proxy", "ray::ServeReplica": "replicas"}
-"""Command lines, by role; `haproxy` is Serve's C ingress (RAY_SERVE_ENABLE_HA_PROXY=1)."""
+_ROLES = {
+    "ray::ProxyActor": "proxy",
+    "haproxy": "proxy",
+    "ray::ServeReplica": "replicas",
+    f"ray::{ACTOR_CLASS}": "actors",
+}
+"""Command lines, by role; `haproxy` is Serve's C ingress (RAY_SERVE_ENABLE_HA_PROXY=1).
+A direct-path actor's descendants (its `reward-service serve` and workers) are `servers`."""
+SIDES = {
+    "direct": ("direct",),
+    "serve": ("proxy", "replicas"),
+    "ray-direct": ("servers", "actors"),
+}
+"""What each side of the bench is (plain serve here, Ray Serve, the direct path): its roles."""
 
 
 def _processes() -> dict[int, tuple[int, str, float]]:
@@ -98,7 +114,7 @@ def _processes() -> dict[int, tuple[int, str, float]]:
 
 
 def cpu_by_role(direct_pid: int) -> dict[str, float]:
-    """CPU seconds so far of Serve's proxies, its replicas and the direct server (with children)."""
+    """CPU seconds so far of each role (`_ROLES`, `servers`, the direct server), with children."""
     processes = _processes()
     roots = {
         pid: role
@@ -107,13 +123,14 @@ def cpu_by_role(direct_pid: int) -> dict[str, float]:
         if pattern in cmd
     }
     roots[direct_pid] = "direct"
-    totals = dict.fromkeys(["proxy", "replicas", "direct"], 0.0)
+    totals = dict.fromkeys(["proxy", "replicas", "actors", "servers", "direct"], 0.0)
     for pid, (_, _, cpu) in processes.items():
         ancestor, seen = pid, 0
         while ancestor not in roots and ancestor in processes and seen < 64:
             ancestor, seen = processes[ancestor][0], seen + 1
         if ancestor in roots:
-            totals[roots[ancestor]] += cpu
+            role = roots[ancestor]
+            totals["servers" if role == "actors" and pid != ancestor else role] += cpu
     return totals
 
 
@@ -139,53 +156,108 @@ def _run(url: str, items: list[dict[str, Any]], direct_pid: int) -> _Measured:
     return _Measured(len(items) / result.elapsed_s, wrong, cpu_ms)
 
 
-def _replica_workers(dashboard: Dashboard) -> tuple[str, int, int]:
-    """The running application's endpoint, replica count, and workers per replica."""
+@dataclass(frozen=True)
+class _RaySide:
+    name: str
+    url: str
+    replicas: int
+    per_replica: int
+
+
+def _serve_side(dashboard: Dashboard) -> _RaySide | None:
+    """The Serve application's endpoint and sizes, or None when it is not deployed."""
     status = dashboard.status()
-    if status is None or not status.settled:
-        raise RayServeError("deploy the application first: reward-service ray deploy ...")
+    if status is None:
+        return None
+    if not status.settled:
+        raise RayServeError(f"the Serve application is not settled:\n{status.describe()}")
     app = dashboard.details()["applications"]["reward-service"]
     options = app["deployments"][DEPLOYMENT_NAME]["deployment_config"]["ray_actor_options"]
     running = sum(r.state == "RUNNING" for r in status.replicas)
-    return status.endpoint, running, max(1, int(float(options.get("num_cpus", 1))))
+    per_replica = max(1, int(float(options.get("num_cpus", 1))))
+    return _RaySide("serve", f"{status.endpoint}/score", running, per_replica)
 
 
-def compare(address: str, *, answers: int, seed: int, rounds: int) -> list[float]:
-    """Print both sides' throughput per round and the Serve/direct ratio; return the ratios."""
+def _direct_side(dashboard: Dashboard) -> _RaySide | None:
+    """The direct path's busiest URL and the replicas behind it, or None when none is alive."""
+    status = direct_status(dashboard)
+    if not status.serving:
+        return None
+    url = status.endpoint
+    behind = [r for r in status.replicas if r.state == "ALIVE" and r.url == url]
+    return _RaySide("ray-direct", f"{url}/score", len(behind), min(r.workers for r in behind))
+
+
+def _with_token(url: str, token: str) -> str:
+    """`http://host:port/score` in the token path form, `/t/<token>/score`."""
+    base, _, path = url.rpartition("/score")
+    return f"{base}/t/{token}/score{path}"
+
+
+def _sides(address: str) -> list[_RaySide]:
+    with Dashboard(address) as dashboard:
+        sides = [side for side in (_serve_side(dashboard), _direct_side(dashboard)) if side]
+    if not sides:
+        raise RayServeError(
+            "deploy the service first: reward-service ray deploy ... (Serve) "
+            "and/or reward-service ray direct deploy ... (direct)"
+        )
+    if len({side.replicas * side.per_replica for side in sides}) > 1:
+        shown = ", ".join(f"{s.name} {s.replicas} x {s.per_replica}" for s in sides)
+        raise RayServeError(f"the paths hold different worker counts ({shown}): deploy alike")
+    return sides
+
+
+def compare(address: str, *, answers: int, seed: int, rounds: int) -> dict[str, list[float]]:
+    """Print each side's throughput and CPU per answer per round, and each Ray path's ratios
+    to plain `reward-service serve`; return the throughput ratios by path."""
     from reward_service.local_server import live_server
 
-    with Dashboard(address) as dashboard:
-        endpoint, replicas, per_replica = _replica_workers(dashboard)
-    workers = replicas * per_replica
-    serve_url = f"{endpoint}/score"
+    ray_sides = _sides(address)
+    workers = ray_sides[0].replicas * ray_sides[0].per_replica
+    shown = ", ".join(f"{s.name}: {s.replicas} replica(s) x {s.per_replica}" for s in ray_sides)
     print(
         f"ray bench: {answers} answers per side and round, {workers} grading worker(s) per side "
-        f"({replicas} replica(s) x {per_replica}), seed {seed}",
+        f"({shown}), seed {seed}",
         flush=True,
     )
-    ratios = []
+    ratios: dict[str, list[float]] = {side.name: [] for side in ray_sides}
+    cpu_ratios: dict[str, list[float]] = {side.name: [] for side in ray_sides}
+    token = os.environ.get("REWARD_API_TOKEN")
     with live_server(workers=workers) as server:
-        direct_url = f"{server.url}/score"
         pid = server.process.pid
-        for url in (direct_url, serve_url):
+        order = [("direct", f"{server.url}/score")] + [(s.name, s.url) for s in ray_sides]
+        if token:  # every side asks for it: the local server reads the same variable
+            order = [(name, _with_token(url, token)) for name, url in order]
+        for _, url in order:
             _run(url, _items(seed - 1, min(answers, 256)), pid)
         for r in range(rounds):
-            order = [
-                ("direct", direct_url, ("direct",)),
-                ("serve", serve_url, ("proxy", "replicas")),
-            ]
-            measured: dict[str, float] = {}
+            rate: dict[str, float] = {}
+            cpu: dict[str, float] = {}
             items = _items(seed + r, answers)
-            for name, url, roles in order if r % 2 == 0 else order[::-1]:
+            for name, url in order[r % len(order) :] + order[: r % len(order)]:
                 run = _run(url, items, pid)
-                measured[name] = run.rate
-                cpu = ", ".join(f"{role} {run.cpu_ms[role]:.2f}" for role in roles)
+                rate[name] = run.rate
+                cpu[name] = sum(run.cpu_ms[role] for role in SIDES[name])
+                by_role = ", ".join(f"{role} {run.cpu_ms[role]:.2f}" for role in SIDES[name])
                 print(
-                    f"  round {r + 1} {name:<6} {run.rate:8.1f} answers/s  wrong: {run.wrong}"
-                    f"  cpu ms per answer: {cpu}",
+                    f"  round {r + 1} {name:<10} {run.rate:8.1f} answers/s  wrong: {run.wrong}"
+                    f"  cpu ms per answer: {by_role}",
                     flush=True,
                 )
-            ratios.append(measured["serve"] / measured["direct"])
-            print(f"  round {r + 1} serve/direct: x{ratios[-1]:.2f}", flush=True)
-    print(f"serve/direct throughput: x{min(ratios):.2f}-x{max(ratios):.2f}", flush=True)
+            for side in ray_sides:
+                ratios[side.name].append(rate[side.name] / rate["direct"])
+                cpu_ratios[side.name].append(cpu[side.name] / max(cpu["direct"], 1e-9))
+                print(
+                    f"  round {r + 1} {side.name}/direct: throughput x{ratios[side.name][-1]:.2f}"
+                    f", cpu per answer x{cpu_ratios[side.name][-1]:.2f}",
+                    flush=True,
+                )
+    for name, found in ratios.items():
+        cpus = cpu_ratios[name]
+        print(
+            f"{name}/direct throughput: x{min(found):.2f}-x{max(found):.2f}, "
+            f"cpu per answer: x{min(cpus):.2f}-x{max(cpus):.2f}",
+            flush=True,
+        )
     return ratios

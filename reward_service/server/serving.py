@@ -36,7 +36,7 @@ _KEEPALIVE = (("TCP_KEEPIDLE", 30), ("TCP_KEEPINTVL", 10), ("TCP_KEEPCNT", 3))
 """Probe an idle peer after 30 s, every 10 s; drop it after 3 unanswered probes."""
 
 
-def bind_sockets(host: str, port: int) -> list[socket.socket]:
+def bind_sockets(host: str, port: int, *, reuse_port: bool = False) -> list[socket.socket]:
     """Sockets bound to `host:port`, one per address it resolves to, with TCP keepalive.
 
     Connections accepted on them inherit the keepalive settings (on Linux),
@@ -44,7 +44,10 @@ def bind_sockets(host: str, port: int) -> list[socket.socket]:
     instead of holding its connection for ever. They are bound but not yet
     listening: until uvicorn serves them, connecting is refused rather than
     left waiting behind the workers' warm-up. IPv6 sockets are IPv6-only, as
-    when uvicorn binds them itself.
+    when uvicorn binds them itself. With `reuse_port`, other processes of this
+    user may listen on the same port and the kernel spreads new connections
+    over them all (SO_REUSEPORT): the Ray direct path's replicas on one node
+    share one URL that way.
     """
     found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     sockets: list[socket.socket] = []
@@ -53,6 +56,8 @@ def bind_sockets(host: str, port: int) -> list[socket.socket]:
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
             for option, value in _KEEPALIVE:
                 if hasattr(socket, option):
@@ -135,15 +140,20 @@ def keep_secrets_here() -> None:
     libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings, *, reuse_port: bool = False, own_port: int | None = None) -> None:
     """Serve until SIGTERM or SIGINT, then drain.
 
+    `reuse_port`: share `settings.port` with other servers (`bind_sockets`);
+    `own_port`: also serve on this port, this server's alone (its own
+    /metrics and /readyz when the shared port reaches any of them).
     Raises `RewardServiceError` for settings the registry refuses and OSError
     when it cannot listen, both before any worker starts.
     """
     app = create_app(settings)
     keep_secrets_here()
-    sockets = bind_sockets(settings.host, settings.port)
+    sockets = bind_sockets(settings.host, settings.port, reuse_port=reuse_port)
+    if own_port is not None:
+        sockets += bind_sockets(settings.host, own_port)
     config = uvicorn.Config(
         Pacing(app),
         log_config=None,

@@ -157,4 +157,4 @@ def test_ray_serve_without_a_cluster_is_refused() -> None:
         timeout=60,
     )
     assert result.returncode == 1
-    assert "--ray-serve needs the cluster: --ray-address" in result.stderr
+    assert "--ray-serve/--ray-direct need the cluster: --ray-address" in result.stderr

@@ -126,15 +126,22 @@ class LocalCluster:
 
 
 def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """Start a node; its jobs' `python` is this interpreter (`ray direct` runs one)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     with log.open("wb") as out:
         return subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "PATH": path},
         )
 
 
 @contextlib.contextmanager
-def local_cluster(cpu_node: bool = True) -> Iterator[LocalCluster]:
-    """Head (1 CPU, 1 GPU declared), and with `cpu_node` a CPU-only node offering `reward_cpu`."""
+def local_cluster(cpu_node: bool = True, cpus: int = CPU_NODE_CPUS) -> Iterator[LocalCluster]:
+    """Head (1 CPU, 1 GPU declared), and with `cpu_node` a CPU-only node offering `cpus` CPUs
+    and as many `reward_cpu` (Ray's CPUs are counts, not cores: the machine may have fewer)."""
     ray = ray_cli()
     temp_dir = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     gcs_port, dashboard_port = port(), port()
@@ -151,8 +158,8 @@ def local_cluster(cpu_node: bool = True) -> Iterator[LocalCluster]:
         _wait(cluster, 1)
         for attempt in range(WORKER_ATTEMPTS if cpu_node else 0):
             worker = [ray, "start", *common, "--address", f"127.0.0.1:{gcs_port}"]
-            worker += ["--num-cpus", str(CPU_NODE_CPUS), "--num-gpus", "0"]
-            worker += ["--resources", json.dumps({NODE_RESOURCE: CPU_NODE_CPUS})]
+            worker += ["--num-cpus", str(cpus), "--num-gpus", "0"]
+            worker += ["--resources", json.dumps({NODE_RESOURCE: cpus})]
             for option in PORT_OPTIONS:
                 worker += [option, str(port())]
             log = Path(temp_dir) / f"cpu-node-{attempt}.log"

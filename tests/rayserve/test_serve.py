@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ import httpx
 import pytest
 
 from reward_service.bench.workload import grpo_workload, request_body
+from reward_service.local_server import _children
 from reward_service.rayserve.cluster import AppStatus, Dashboard
+from reward_service.rayserve.direct_cluster import DirectStatus, direct_status
 from reward_service.rayserve.placement import PlacementError
 from reward_service.rayserve.spec import ServeSpec
 from reward_service.rayserve.throughput import slime_rewards
@@ -412,3 +415,205 @@ def test_delete_removes_the_application(cluster: LocalCluster, deployed: str) ->
     assert result.returncode == 0, result.stderr
     status = _cli("ray", "status", "--address", cluster.dashboard)
     assert status.returncode == 1 and "not deployed" in status.stdout
+
+
+# The direct path (`ray direct`): `reward-service serve` in Ray actors. Deployed once Serve
+# is gone, on the same cluster: two replicas of one CPU sharing one port, with an API token.
+
+DIRECT_TOKEN = "d1rect-tok3n"
+
+
+@dataclass(frozen=True)
+class Direct:
+    base: str
+    """`http://127.0.0.1:<shared port>`: both replicas answer there."""
+    own: tuple[int, int]
+    """Each replica's own port (its /metrics, /readyz)."""
+
+    @property
+    def score(self) -> str:
+        return f"{self.base}/t/{DIRECT_TOKEN}/score"
+
+
+def _direct_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "reward_service", *args]
+    env = {**os.environ, "REWARD_API_TOKEN": DIRECT_TOKEN, "SLIME_REWARD_TOKEN": DIRECT_TOKEN}
+    return subprocess.run(command, capture_output=True, text=True, timeout=400, env=env)
+
+
+@pytest.fixture(scope="module")
+def direct(cluster: LocalCluster) -> Direct:
+    """`ray direct deploy`: two replicas of one CPU, the token from the shell, warm on return."""
+    shared, own = port(), _port_pair()
+    result = _direct_cli(
+        *("ray", "direct", "deploy", "--address", cluster.dashboard, "--replicas", "2"),
+        *("--replica-port", str(shared), "--own-port", str(own), "--wait-s", "240"),
+        *("--replica-secret-env", "REWARD_API_TOKEN"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr + cluster.log()
+    return Direct(f"http://127.0.0.1:{shared}", (own, own + 1))
+
+
+def _direct_status(cluster: LocalCluster) -> DirectStatus:
+    with Dashboard(cluster.dashboard) as dashboard:
+        return direct_status(dashboard)
+
+
+def _server_pid(actor_pid: int) -> int:
+    """The `reward-service serve` process an actor holds."""
+    (server,) = [pid for pid in _children(actor_pid) if b"serve" in _cmdline(pid)]
+    return server
+
+
+def _cmdline(pid: int) -> bytes:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    return b""
+
+
+def _wait_ready(own_port: int, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"http://127.0.0.1:{own_port}/readyz", timeout=5).status_code == 200:
+                return
+        assert time.monotonic() < deadline, f"replica on port {own_port} not ready"
+        time.sleep(0.5)
+
+
+def test_direct_replicas_land_on_the_cpu_node_share_one_url_and_slime_gets_every_reward(
+    cluster: LocalCluster, direct: Direct
+) -> None:
+    """Both replicas run on the CPU-only node; SLIME's client, posting to the one URL, gets
+    every reward right with no retry, both replicas answering; no token: 401."""
+    status = _direct_status(cluster)
+    assert [r.state for r in status.replicas] == ["ALIVE", "ALIVE"]
+    assert {r.node_id for r in status.replicas} == {_cpu_node(cluster)}
+    before = [_scored(p) for p in direct.own]
+    items = grpo_workload(seed=26, answers=512)
+    rewards, retries = _rewards(direct.score, items)
+    assert rewards == [item["expected"] for item in items]
+    assert retries == 0
+    after = [_scored(p) for p in direct.own]
+    assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
+    body = {"prompt": "", "response": "\\boxed{2}", "label": "2"}
+    assert httpx.post(f"{direct.base}/score", json=body, timeout=30).status_code == 401
+    too_big = _direct_cli(
+        *("ray", "direct", "deploy", "--address", cluster.dashboard, "--cpus-per-replica", "4")
+    )
+    assert too_big.returncode == 1 and "no node can hold a replica" in too_big.stderr
+
+
+def test_slime_finds_the_direct_path_and_launch_checks_it(
+    cluster: LocalCluster, direct: Direct, tmp_path: Any
+) -> None:
+    """`slime url` gives the direct URL (token in its path); `launch --ray-direct check` execs
+    train with it after the preflight; `ray direct status` lists each replica's metrics."""
+    endpoint = _direct_status(cluster).endpoint
+    expected = f"{endpoint}/t/{DIRECT_TOKEN}/score"
+    url = _direct_cli("slime", "url", "--ray-address", cluster.dashboard)
+    assert url.returncode == 0, url.stderr
+    assert url.stdout.strip() == expected
+    record = tmp_path / "argv.json"
+    train = f"import json, sys; json.dump(sys.argv[1:], open({str(record)!r}, 'w'))"
+    launch = _direct_cli(
+        *("slime", "launch", "--ray-address", cluster.dashboard, "--ray-direct", "check"),
+        *("--wait-s", "30", "--", sys.executable, "-c", train),
+    )
+    assert launch.returncode == 0, launch.stderr
+    assert "known-correct sample graded 1" in launch.stderr
+    assert json.loads(record.read_text()) == ["--rm-type", "remote_rm", "--rm-url", expected]
+    status = _direct_cli("ray", "direct", "status", "--address", cluster.dashboard)
+    assert status.returncode == 0
+    assert [line.rsplit(":", 1)[1] for line in status.stdout.splitlines() if "metrics" in line] == [
+        f"{p}/metrics" for p in direct.own
+    ]
+
+
+def test_direct_against_plain_serve_bench_prints_ratios(
+    cluster: LocalCluster, direct: Direct
+) -> None:
+    """`ray bench` grades the same answers through the direct path and plain serve, all right."""
+    result = _direct_cli(
+        *("ray", "bench", "--address", cluster.dashboard, "--answers", "100", "--rounds", "1")
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(result.stdout)
+    assert result.stdout.count("wrong: 0") == 2
+    assert "ray-direct/direct throughput: x" in result.stdout
+    assert "cpu ms per answer: servers" in result.stdout
+
+
+def test_a_killed_direct_server_is_restarted_and_no_reward_is_lost(
+    cluster: LocalCluster, direct: Direct
+) -> None:
+    """SIGKILL of one replica's server under load: SLIME's retries land on the other replica
+    (same URL), every reward right; the actor starts the server again on its own port."""
+    replica = min(_direct_status(cluster).replicas, key=lambda r: r.name)
+    victim = _server_pid(replica.actor_pid)
+    items = grpo_workload(seed=27, answers=800)
+
+    async def load_and_kill() -> list[float]:
+        bodies = [request_body(i) for i in items]
+        load = asyncio.create_task(slime_rewards(direct.score, bodies, backoff_scale=BACKOFF_SCALE))
+        await _answering(load, direct.own[0])
+        os.kill(victim, signal.SIGKILL)
+        return (await load).rewards
+
+    assert asyncio.run(load_and_kill()) == [item["expected"] for item in items]
+    _wait_ready(direct.own[0])
+    assert _server_pid(replica.actor_pid) != victim
+
+
+def test_a_killed_direct_actor_is_restarted_by_ray_and_its_server_goes_with_it(
+    cluster: LocalCluster, direct: Direct
+) -> None:
+    """SIGKILL of a replica's actor: its server dies with it (no orphan holds the ports), Ray
+    starts the actor again, warm, and the replica answers again."""
+    replica = max(_direct_status(cluster).replicas, key=lambda r: r.name)
+    server = _server_pid(replica.actor_pid)
+    os.kill(replica.actor_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _cmdline(server):
+        assert time.monotonic() < deadline, "the server outlived its actor"
+        time.sleep(0.2)
+    deadline = time.monotonic() + 180
+    while not any(
+        r.name == replica.name and r.state == "ALIVE" and r.restarts == 1
+        for r in _direct_status(cluster).replicas
+    ):
+        assert time.monotonic() < deadline, _direct_status(cluster).describe()
+        time.sleep(0.5)
+    _wait_ready(direct.own[1])
+    items = grpo_workload(seed=28, answers=256)
+    assert _rewards(direct.score, items)[0] == [item["expected"] for item in items]
+
+
+def test_scaling_direct_down_under_load_drains_and_delete_removes_them(
+    cluster: LocalCluster, direct: Direct
+) -> None:
+    """`ray direct deploy --replicas 1` under load drains the second replica with every
+    reward right and the first kept as it was; `ray direct delete` removes the rest."""
+    (kept,) = [r for r in _direct_status(cluster).replicas if r.name.index == 0]
+    items = grpo_workload(seed=29, answers=1500)
+
+    async def load_and_scale() -> list[float]:
+        bodies = [request_body(i) for i in items]
+        load = asyncio.create_task(slime_rewards(direct.score, bodies, backoff_scale=BACKOFF_SCALE))
+        await _answering(load, direct.own[0])
+        scaled = await asyncio.to_thread(
+            _direct_cli,
+            *("ray", "direct", "deploy", "--address", cluster.dashboard, "--replicas", "1"),
+            *("--replica-port", direct.base.rsplit(":", 1)[1], "--own-port", str(direct.own[0])),
+            *("--replica-secret-env", "REWARD_API_TOKEN"),
+        )
+        assert scaled.returncode == 0, scaled.stdout + scaled.stderr
+        return (await load).rewards
+
+    assert asyncio.run(load_and_scale()) == [item["expected"] for item in items]
+    (left,) = _direct_status(cluster).replicas
+    assert (left.name, left.actor_pid) == (kept.name, kept.actor_pid)
+    deleted = _direct_cli("ray", "direct", "delete", "--address", cluster.dashboard)
+    assert deleted.returncode == 0, deleted.stderr
+    status = _direct_cli("ray", "direct", "status", "--address", cluster.dashboard)
+    assert status.returncode == 1 and "0 alive" in status.stdout
