@@ -3,7 +3,7 @@
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
 # With the compilers and runtimes the code scorer grades besides Python (any of
-# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog; docs/code.md gives each
+# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin; docs/code.md gives each
 # one's size):
 #   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
 #     -t reward-service:0.1.0-langs .
@@ -100,7 +100,9 @@ RUN if [ -n "${LANGS}" ]; then \
           ts) packages="${packages} nodejs node-typescript node-lodash" ;; \
           r) packages="${packages} r-base-core" ;; \
           verilog) packages="${packages} iverilog" ;; \
-          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog)" >&2; exit 1 ;; \
+          scala) packages="${packages} openjdk-17-jdk-headless scala" ;; \
+          kotlin) packages="${packages} openjdk-17-jdk-headless kotlin" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin)" >&2; exit 1 ;; \
         esac; \
       done; \
       unset IFS; set +f; \

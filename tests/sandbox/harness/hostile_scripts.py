@@ -1,4 +1,5 @@
-"""The hostile families in C and the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript, R).
+"""The hostile families in C, the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript,
+R), Verilog, and the JVM's Scala and Kotlin.
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -15,6 +16,7 @@ has. The targets of one run come first as the language's constants.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import dataclass
 
@@ -375,6 +377,126 @@ VERILOG = VerilogHostile(
     frozenset({OK, ERR}),
 )
 
-SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG)
+_JVM_CONSTANTS = {
+    "scala": ("  val {name} = {value}\n", "Seq({})"),
+    "kotlin_script": ("val {name} = {value}\n", "listOf({})"),
+}
+
+
+@dataclass(frozen=True)
+class JvmHostile(Hostile):
+    """A hostile program in a language the JVM runs (Scala, a Kotlin script): its targets as
+    the language's values (JSON strings are Scala's and Kotlin's string literals here, with
+    `$` escaped for Kotlin's templates), where the body says `// CONSTANTS`."""
+
+    def source(self, target: Target) -> str:
+        line, listed = _JVM_CONSTANTS[self.language]
+        texts = [*target.outside_paths(), target.run_id]
+        quoted = [json.dumps(text).replace("$", "\\$") for text in texts]
+        values = {
+            "SERVICE_PORT": str(target.service_port),
+            "TCP_PORT": str(target.tcp_port),
+            "UDP_PORT": str(target.udp_port),
+            "RUN_ID": quoted[-1],
+            "OUTSIDE": listed.format(", ".join(quoted[:-1])),
+        }
+        constants = "".join(line.format(name=k, value=v) for k, v in values.items())
+        return textwrap.dedent(self.body).replace("// CONSTANTS\n", constants)
+
+
+SCALA = JvmHostile(
+    "scala_escape",
+    "Scala (JVM): ProcessBuilder and Runtime.exec of a shell, kill of its parent, PID 1 and "
+    "every process, TCP, UDP, files outside its directory",
+    """\
+    object Escape {
+    // CONSTANTS
+      def hit(what: String): Unit = println("ACHIEVED " + what)
+      def attempt(what: String)(step: => Unit): Unit =
+        try step catch { case e: Throwable => println(what + ": " + e) }
+      def main(args: Array[String]): Unit = {
+        println("CWD=" + System.getProperty("user.dir"))
+        attempt("ProcessBuilder") {
+          val say = "echo ACHIEVED ProcessBuilder ran a shell"
+          new ProcessBuilder("/bin/sh", "-c", say).inheritIO().start().waitFor()
+        }
+        attempt("Runtime.exec") {
+          if (Runtime.getRuntime.exec(Array("/bin/sh", "-c", "true")).waitFor() == 0) hit("exec")
+        }
+        val me = ProcessHandle.current
+        var targets = Seq(me.parent, ProcessHandle.of(1L)).filter(_.isPresent).map(_.get)
+        attempt("every process") {
+          val all = ProcessHandle.allProcesses.iterator
+          while (all.hasNext) { val p = all.next; if (p.pid != me.pid) targets :+= p }
+        }
+        for (p <- targets) attempt("kill " + p.pid) {
+          if (p.destroyForcibly()) hit("signal to " + p.pid)
+        }
+        for (port <- Seq(SERVICE_PORT, TCP_PORT)) attempt("tcp " + port) {
+          new java.net.Socket("127.0.0.1", port).close(); hit("connected to " + port)
+        }
+        attempt("udp") {
+          val to = java.net.InetAddress.getByName("127.0.0.1")
+          val packet = new java.net.DatagramPacket(Array[Byte](120), 1, to, UDP_PORT)
+          new java.net.DatagramSocket().send(packet)
+          hit("sent a datagram")
+        }
+        for (path <- OUTSIDE :+ ("../" + RUN_ID)) attempt("write " + path) {
+          java.nio.file.Files.write(java.nio.file.Paths.get(path), "x".getBytes)
+          hit("wrote " + path)
+        }
+      }
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=5.0,  # a JVM's start, and its ProcessBuilder's, on a loaded machine
+    language="scala",
+)
+
+KOTLIN = JvmHostile(
+    "kotlin_escape",
+    "Kotlin script (JVM): ProcessBuilder and Runtime.exec of a shell, kill of its parent, "
+    "PID 1 and every process, TCP, UDP, files outside its directory",
+    """\
+    // CONSTANTS
+    fun hit(what: String) = println("ACHIEVED " + what)
+    fun attempt(what: String, step: () -> Unit) {
+        try { step() } catch (e: Throwable) { println(what + ": " + e) }
+    }
+    println("CWD=" + System.getProperty("user.dir"))
+    attempt("ProcessBuilder") {
+        val shell = ProcessBuilder("/bin/sh", "-c", "echo ACHIEVED ProcessBuilder ran a shell")
+        shell.inheritIO().start().waitFor()
+    }
+    attempt("Runtime.exec") {
+        if (Runtime.getRuntime().exec(arrayOf("/bin/sh", "-c", "true")).waitFor() == 0) hit("exec")
+    }
+    val me = ProcessHandle.current()
+    val targets = mutableListOf(me.parent().orElse(null), ProcessHandle.of(1L).orElse(null))
+    attempt("every process") {
+        targets += ProcessHandle.allProcesses().iterator().asSequence().filter { it != me }
+    }
+    for (p in targets.filterNotNull()) attempt("kill " + p.pid()) {
+        if (p.destroyForcibly()) hit("signal to " + p.pid())
+    }
+    for (port in listOf(SERVICE_PORT, TCP_PORT)) attempt("tcp " + port) {
+        java.net.Socket("127.0.0.1", port).close(); hit("connected to " + port)
+    }
+    attempt("udp") {
+        val to = java.net.InetAddress.getByName("127.0.0.1")
+        java.net.DatagramSocket().send(java.net.DatagramPacket(byteArrayOf(120), 1, to, UDP_PORT))
+        hit("sent a datagram")
+    }
+    for (path in OUTSIDE + ("../" + RUN_ID)) attempt("write " + path) {
+        java.io.File(path).writeText("x"); hit("wrote " + path)
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=5.0,
+    language="kotlin_script",
+)
+
+SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG, SCALA, KOTLIN)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
-(TypeScript's runs are Node's: it stands for JavaScript too)."""
+(TypeScript's runs are Node's: it stands for JavaScript too; Kotlin's script stands for a
+Kotlin program, built and run the same way but for its launcher)."""

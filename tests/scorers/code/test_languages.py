@@ -21,11 +21,13 @@ from reward_service.scorers.base import GradingLimits, Status
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 
-SETTINGS = CodeSettings()
+SETTINGS = CodeSettings(build_time_s=30)
+"""A build's 30 s: Scala's and Kotlin's compilers (3-4 s of CPU each on a quiet machine) pass
+the default 10 s on a loaded one; the limit itself is tested with C++ (`test_run_code`)."""
 FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
 FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
-FENCES |= {"verilog": "verilog"}
+FENCES |= {"verilog": "verilog", "scala": "scala", "kotlin": "kotlin"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -171,6 +173,25 @@ module tb;
   end
 endmodule
 """,
+    "scala": """\
+object Sums {
+  def main(args: Array[String]): Unit = {
+    val Array(m, a, b) = scala.io.StdIn.readLine().trim.split("\\\\s+").map(_.toLong)
+    if (m == 1) { var k = 0L; while (k >= 0) k += 1 - (k >> 62) }
+    val held = new java.util.ArrayList[Array[Long]]
+    while (m == 2) held.add(new Array[Long](1 << 17))
+    println(a + b)
+  }
+}
+""",
+    "kotlin": """\
+fun main() {
+    val (m, a, b) = readLine()!!.trim().split(Regex("\\\\s+")).map { it.toLong() }
+    if (m == 1L) { var k = 0L; while (k >= 0) k += 1 - (k shr 62) }
+    if (m == 2L) { val held = ArrayList<LongArray>(); while (true) held.add(LongArray(1 shl 17)) }
+    println(a + b)
+}
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -186,6 +207,8 @@ BROKEN = {
     "typescript": "const x: number = ;\n",
     "R": "x <- \n",
     "verilog": "module tb; initial begin $display( end endmodule\n",
+    "scala": "object Main { def main(a: Array[String]): Unit = { val x: Int = } }\n",
+    "kotlin": "fun main() { val x: Int = }\n",
 }
 SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
@@ -285,7 +308,9 @@ from reward_service.scorers.base import GradingLimits
 from reward_service.scorers.code.settings import CodeSettings
 from reward_service.scorers.code.scorer import CodeScorer
 from tests.scorers.code.test_languages import FOUND, PROGRAMS, SUMS, _fenced
-scorer = CodeScorer(GradingLimits(deadlines={"code": 40.0}), CodeSettings(pch_dir=""))
+scorer = CodeScorer(
+    GradingLimits(deadlines={"code": 40.0}), CodeSettings(pch_dir="", build_time_s=30)
+)
 graded = {"layers": list(scorer.sandbox.layers)}
 for language in (name for name in PROGRAMS if not isinstance(FOUND[name], str)):
     graded[language] = scorer.score("p", _fenced(language, PROGRAMS[language]), SUMS, {}).reward

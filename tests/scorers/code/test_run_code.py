@@ -19,10 +19,8 @@ from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
-FOUND = discover(
-    SETTINGS.toolchain_path,
-    ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"],
-)
+LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"]
+FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -429,3 +427,38 @@ def test_missing_toolchain_is_an_error_naming_it() -> None:
         lonely.close()
     assert score.status is Status.ERROR
     assert score.details["reason"].startswith("cpp: ")
+
+
+ASSERTING = {
+    "scala": (
+        "object HelloWorld extends App {\n  println(scala.io.StdIn.readLine())\n"
+        "  assert((1l) == (0l))\n}\n",
+        "java.lang.AssertionError: assertion failed",
+        True,
+    ),
+    "kotlin_script": (
+        'println(readLine())\nfun main() {\n    throw Exception("test case did not pass")\n}\n'
+        "main()\n",
+        "java.lang.Exception: test case did not pass",
+        False,
+    ),
+}
+"""Per language the JVM runs beyond Java: a program as SandboxFusion's tests write them (an
+`object` that `extends App`, a script that calls its own `main`) that echoes its stdin and
+then fails its test, what its stderr then says, and whether SandboxFusion answers a
+`compile_result` for it (`kotlin main.kts` has no step of its own)."""
+
+
+@pytest.mark.parametrize("language", [_script(name) for name in ASSERTING])
+def test_a_jvm_language_runs_its_program_and_fails_its_test(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """Scala and a Kotlin script build and run on the JVM (stdin read, stdout kept); a failed
+    test fails the run, its exception in stderr."""
+    source, words, compiled = ASSERTING[language]
+    score = _score(scorer, source, language=language, stdin="echo\n", compile_timeout=30)
+    run = score.details["run"]
+    assert score.status is Status.WRONG, score.details
+    assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", 1, "echo\n"), run
+    assert words in run["stderr"], run
+    assert (score.details["compile"] is not None) is compiled, score.details
