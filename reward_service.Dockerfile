@@ -3,7 +3,7 @@
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
 # With the compilers and runtimes the code scorer grades besides Python (any of
-# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin; docs/code.md gives each
+# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp; docs/code.md gives each
 # one's size):
 #   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
 #     -t reward-service:0.1.0-langs .
@@ -102,14 +102,16 @@ RUN if [ -n "${LANGS}" ]; then \
           verilog) packages="${packages} iverilog" ;; \
           scala) packages="${packages} openjdk-17-jdk-headless scala" ;; \
           kotlin) packages="${packages} openjdk-17-jdk-headless kotlin" ;; \
-          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin)" >&2; exit 1 ;; \
+          csharp) packages="${packages} mono-mcs mono-runtime libmono-system-numerics4.0-cil gcc libc6-dev" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp)" >&2; exit 1 ;; \
         esac; \
       done; \
       unset IFS; set +f; \
       apt-get update \
       && apt-get install -y --no-install-recommends ${packages} \
       && rm -rf /var/lib/apt/lists/* \
-      && /opt/venv/bin/python -c "from reward_service.scorers.code.code_settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))"; \
+      && /opt/venv/bin/python -c "from reward_service.scorers.code.settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))" \
+      && /opt/venv/bin/python -c "from reward_service.sandbox.toolchains import discover; print(discover('/usr/bin:/bin', ['csharp']))"; \
     fi
 # Only now: inside the RUNs above, `python` must still be the base image's (with pip).
 ENV PATH=/opt/venv/bin:$PATH

@@ -587,7 +587,9 @@ directory."""
 class CSharp(Toolchain):
     """C# by Mono: `mcs` (C# 7, .NET Framework 4.x's library, `DEBUG` and `TRACE` defined as
     in `dotnet run`'s Debug build) run as `mono mcs.exe` (`mcs` is a shell script), then
-    `mono main.exe`; `Debug.Assert` fails the run (`CSHARP_ASSERTS`)."""
+    `mono main.exe`; `Debug.Assert` fails the run (`CSHARP_ASSERTS`). Mono asks glibc for
+    its main thread's stack as it starts, which needs /proc, and sets its threads'
+    scheduling, which runs may not: both preload the sandbox's own answers (`preload`)."""
 
     language = "csharp"
     tools = ("mono",)
@@ -609,18 +611,27 @@ class CSharp(Toolchain):
         compiler = next((w for w in words if w.startswith("/") and w.endswith("mcs.exe")), "")
         if not os.path.isfile(compiler):
             return f"mcs.exe not found (mcs at {script} names none)"
+        from reward_service.sandbox import preload
+
+        try:
+            shim = preload.ensure(BUILD_PATH)
+        except OSError as e:
+            return f"mono needs the sandbox's preloaded library, not built: {e}"
         tools = {"mono": os.path.realpath(mono), "mcs.exe": os.path.realpath(compiler)}
-        return Found(tools, [d for d in self.config_dirs if os.path.isdir(d)])
+        tools["preload"] = shim
+        reads = [d for d in self.config_dirs if os.path.isdir(d)] + [os.path.dirname(shim)]
+        return Found(tools, reads)
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         argv = ["mono", found.tools["mcs.exe"], "-d:DEBUG", "-d:TRACE", "-r:System.Numerics.dll"]
         argv += ["-out:main.exe", source_name, CSHARP_ASSERTS]
         files = {CSHARP_ASSERTS: _CSHARP_ASSERTS, "main.exe.config": _CSHARP_CONFIG}
-        env = {"PATH": BUILD_PATH, **_MONO_ENV}
+        env = {"PATH": BUILD_PATH, "LD_PRELOAD": found.tools["preload"], **_MONO_ENV}
         return Command(found.tools["mono"], argv, env, files=files)
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         env = {**_MONO_ENV, "MONO_GC_PARAMS": f"max-heap-size={memory_mb}m"}
+        env["LD_PRELOAD"] = found.tools["preload"]
         argv = ["mono", os.path.join(build_dir, "main.exe")]
         return Command(found.tools["mono"], argv, env | UTF8_LOCALE)
 
@@ -943,7 +954,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
     for toolchain in (
         *(Cpp(), Java(), Go(), JavaScript(), Rust()),
         *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R(), Verilog()),
-        *(Kotlin(), KotlinScript(), Scala()),
+        *(CSharp(), Kotlin(), KotlinScript(), Scala()),
     )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""

@@ -43,6 +43,7 @@ RUNNERS = {
     "scala": "scala",
     "kotlin_script": "kotlin_script",
     "kotlin": "kotlin",
+    "csharp": "csharp",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
 and `kotlin` (a program with its `main`, beside SandboxFusion's `kotlin_script`) are the

@@ -52,7 +52,7 @@ class CodeSettings(ScorerSettings):
     languages: frozenset[str] = Field(
         frozenset(TOOLCHAINS),
         description="languages graded besides Python, JSON list (of cpp, java, go, javascript, "
-        "rust, c, ruby, php, perl, lua, typescript, R, verilog, kotlin, kotlin_script, "
+        "rust, c, ruby, php, perl, lua, typescript, R, verilog, csharp, kotlin, kotlin_script, "
         "scala); python always",
     )
     toolchain_path: str = Field(

@@ -1,5 +1,5 @@
 """The hostile families in C, the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript,
-R), Verilog, and the JVM's Scala and Kotlin.
+R), Verilog, the JVM's Scala and Kotlin, and C# on Mono.
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -496,7 +496,103 @@ KOTLIN = JvmHostile(
     language="kotlin_script",
 )
 
+
+@dataclass(frozen=True)
+class CSharpHostile(Hostile):
+    """A hostile program in C#: its targets as static fields where the body says
+    `// CONSTANTS` (JSON strings are C#'s string literals here)."""
+
+    language: str = "csharp"
+
+    def source(self, target: Target) -> str:
+        outside = ", ".join(json.dumps(path) for path in target.outside_paths())
+        constants = (
+            f"    const int SERVICE_PORT = {target.service_port}, TCP_PORT = {target.tcp_port};\n"
+            f"    const int UDP_PORT = {target.udp_port};\n"
+            f"    const string RUN_ID = {json.dumps(target.run_id)};\n"
+            f"    static readonly string[] OUTSIDE = {{ {outside} }};\n"
+        )
+        return textwrap.dedent(self.body).replace("    // CONSTANTS\n", constants)
+
+
+CSHARP = CSharpHostile(
+    "csharp_escape",
+    "C# (Mono): Process.Start of a shell, fork, execve and kill(-1) through P/Invoke, "
+    "Process.Kill of its parent and PID 1, TCP, UDP, files outside its directory",
+    """\
+    using System;
+    using System.Diagnostics;
+    using System.IO;
+    using System.Net.Sockets;
+    using System.Runtime.InteropServices;
+
+    class Escape {
+        // CONSTANTS
+        [DllImport("libc", SetLastError = true)] static extern int fork();
+        [DllImport("libc", SetLastError = true)] static extern int kill(int pid, int signal);
+        [DllImport("libc", SetLastError = true)] static extern int getppid();
+        [DllImport("libc", SetLastError = true)] static extern void _exit(int status);
+        [DllImport("libc", SetLastError = true)]
+        static extern int execve(string path, string[] argv, string[] envp);
+
+        static void Hit(string what) { Console.WriteLine("ACHIEVED " + what); }
+        static void Attempt(string what, Action step) {
+            try { step(); } catch (Exception e) { Console.WriteLine(what + ": " + e.GetType()); }
+        }
+
+        static void Main() {
+            Console.WriteLine("CWD=" + Directory.GetCurrentDirectory());
+            Attempt("Process.Start", () => {
+                var shell = new ProcessStartInfo("/bin/sh", "-c 'echo ACHIEVED Process.Start'");
+                shell.UseShellExecute = false;
+                Process.Start(shell).WaitForExit();
+            });
+            Attempt("fork", () => {
+                int pid = fork();
+                if (pid == 0) _exit(0);
+                if (pid > 0) Hit("forked " + pid);
+            });
+            Attempt("kill", () => {
+                foreach (int pid in new[] { -1, getppid(), 1 })
+                    if (kill(pid, 9) == 0) Hit("signal to " + pid);
+            });
+            Attempt("Process.Kill", () => {
+                Process.GetProcessById(1).Kill();
+                Hit("Process.Kill of PID 1");
+            });
+            // Socket, not TcpClient: Mono's TcpClient swallows a socket it could not make
+            var inet = AddressFamily.InterNetwork;
+            foreach (int port in new[] { SERVICE_PORT, TCP_PORT }) Attempt("tcp " + port, () => {
+                var tcp = new Socket(inet, SocketType.Stream, ProtocolType.Tcp);
+                tcp.Connect("127.0.0.1", port);
+                if (tcp.Connected) Hit("connected to " + port);
+            });
+            Attempt("udp", () => {
+                var udp = new Socket(inet, SocketType.Dgram, ProtocolType.Udp);
+                var to = new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, UDP_PORT);
+                if (udp.SendTo(new byte[] { 120 }, to) == 1) Hit("sent a datagram");
+            });
+            foreach (string path in OUTSIDE) Attempt("write " + path, () => {
+                File.WriteAllText(path, "x");
+                Hit("wrote " + path);
+            });
+            Attempt("write ../", () => {
+                File.WriteAllText("../" + RUN_ID, "x");
+                Hit("wrote ../" + RUN_ID);
+            });
+            Console.Out.Flush();
+            string[] argv = { "/bin/sh", "-c", "echo ACHIEVED execve ran a shell", null };
+            execve("/bin/sh", argv, new string[] { null });
+            Console.WriteLine("execve refused: " + Marshal.GetLastWin32Error());
+        }
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=5.0,  # Mono's start and its Process machinery on a loaded machine
+)
+
 SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG, SCALA, KOTLIN)
+SCRIPTS += (CSHARP,)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
 (TypeScript's runs are Node's: it stands for JavaScript too; Kotlin's script stands for a
 Kotlin program, built and run the same way but for its launcher)."""

@@ -27,7 +27,7 @@ the default 10 s on a loaded one; the limit itself is tested with C++ (`test_run
 FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
 FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
-FENCES |= {"verilog": "verilog", "scala": "scala", "kotlin": "kotlin"}
+FENCES |= {"verilog": "verilog", "scala": "scala", "kotlin": "kotlin", "csharp": "csharp"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -192,6 +192,21 @@ fun main() {
     println(a + b)
 }
 """,
+    "csharp": """\
+using System;
+using System.Collections.Generic;
+using System.Linq;
+class Sums {
+    static void Main() {
+        var v = Console.In.ReadToEnd().Split().Where(w => w != "").Select(long.Parse).ToList();
+        long k = 0;
+        while (v[0] == 1 && k >= 0) k += 1 - (k >> 62);
+        var held = new List<long[]>();
+        while (v[0] == 2) held.Add(new long[1 << 17]);
+        Console.WriteLine(v[1] + v[2]);
+    }
+}
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -209,6 +224,7 @@ BROKEN = {
     "verilog": "module tb; initial begin $display( end endmodule\n",
     "scala": "object Main { def main(a: Array[String]): Unit = { val x: Int = } }\n",
     "kotlin": "fun main() { val x: Int = }\n",
+    "csharp": "class P { static void Main() { int x = ; } }\n",
 }
 SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:

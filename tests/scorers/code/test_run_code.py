@@ -20,7 +20,7 @@ from reward_service.scorers.code.settings import CodeSettings
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
 LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"]
-FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script"])
+FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script", "csharp"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -434,31 +434,43 @@ ASSERTING = {
         "object HelloWorld extends App {\n  println(scala.io.StdIn.readLine())\n"
         "  assert((1l) == (0l))\n}\n",
         "java.lang.AssertionError: assertion failed",
+        1,
         True,
     ),
     "kotlin_script": (
         'println(readLine())\nfun main() {\n    throw Exception("test case did not pass")\n}\n'
         "main()\n",
         "java.lang.Exception: test case did not pass",
+        1,
         False,
     ),
+    "csharp": (
+        "using System;\nusing System.Diagnostics;\npublic class Program {\n"
+        "    public static void Main(string[] args) {\n"
+        "        Console.WriteLine(Console.ReadLine());\n"
+        '        Debug.Assert(1 == 2, "Assertion failed");\n    }\n}\n',
+        "Process terminated. Assertion failed.",
+        134,
+        True,
+    ),
 }
-"""Per language the JVM runs beyond Java: a program as SandboxFusion's tests write them (an
-`object` that `extends App`, a script that calls its own `main`) that echoes its stdin and
-then fails its test, what its stderr then says, and whether SandboxFusion answers a
-`compile_result` for it (`kotlin main.kts` has no step of its own)."""
+"""Per language the JVM or Mono runs: a program as SandboxFusion's tests write them (an
+`object` that `extends App`, a script that calls its own `main`, a `Debug.Assert`) that
+echoes its stdin and then fails its test, what its stderr then says, its exit status (a
+failed `Debug.Assert` ends a .NET program by SIGABRT, 134), and whether SandboxFusion
+answers a `compile_result` for it (`kotlin main.kts` has no step of its own)."""
 
 
 @pytest.mark.parametrize("language", [_script(name) for name in ASSERTING])
-def test_a_jvm_language_runs_its_program_and_fails_its_test(
+def test_a_managed_language_runs_its_program_and_fails_its_test(
     scorer: RunCodeScorer, language: str
 ) -> None:
-    """Scala and a Kotlin script build and run on the JVM (stdin read, stdout kept); a failed
-    test fails the run, its exception in stderr."""
-    source, words, compiled = ASSERTING[language]
+    """Scala and a Kotlin script build and run on the JVM, C# on Mono (stdin read, stdout
+    kept); a failed test fails the run, its exception in stderr."""
+    source, words, exit_code, compiled = ASSERTING[language]
     score = _score(scorer, source, language=language, stdin="echo\n", compile_timeout=30)
     run = score.details["run"]
     assert score.status is Status.WRONG, score.details
-    assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", 1, "echo\n"), run
+    assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", exit_code, "echo\n")
     assert words in run["stderr"], run
     assert (score.details["compile"] is not None) is compiled, score.details
