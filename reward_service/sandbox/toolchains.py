@@ -49,7 +49,7 @@ class Found:
     tools: dict[str, str]
     """Tool name -> its absolute path (what a build or run execs; Rust's sysroot too)."""
     reads: list[str]
-    """Directories beyond the system's that its builds and runs read (a sysroot)."""
+    """Directories (or files) beyond the system's that its builds and runs read (a sysroot)."""
     version: str = ""
     """The compiler's version line, when asked for (`discover(..., versions=True)`)."""
 
@@ -197,6 +197,62 @@ class C(Toolchain):
     def discover(self, path: str) -> Found | str:
         """gcc, and gold where binutils has it (`Cpp.discover`)."""
         return _with_gold(super().discover(path))
+
+
+LDC_CONFIGS = ("/etc/ldc2.conf",)
+"""Debian's LDC configuration (druntime's and Phobos's import paths and libraries), a read
+path of its builds where it exists."""
+
+
+class D(Toolchain):
+    """D by ldc2 (Debian's LDC: dmd's front end, dmd's command line), linked dynamically (the
+    system's druntime and Phobos), without `-unittest`: a program's `main` runs. Its build
+    (ldc2 is a D program) and its runs preload the sandbox's library (`preload`): druntime
+    asks glibc for the main thread's stack, which glibc reads from /proc, and its garbage
+    collector then scanned a range it was never given (SIGSEGV at its first collection)."""
+
+    language = "d"
+    tools = ("ldc2",)
+    source_file = "main.d"
+    flags: tuple[str, ...] = ()
+    memory_errors = (b"core.exception.OutOfMemoryError",)
+
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        if isinstance(found, str):
+            return found
+        from reward_service.sandbox import preload
+
+        try:
+            library = preload.ensure(BUILD_PATH)
+        except OSError as e:
+            return f"D needs the sandbox's preloaded library, not built: {e}"
+        cc = which("cc", BUILD_PATH)
+        if cc is None:
+            return "ldc2 needs a linker: no cc in /usr/bin"
+        reads = [os.path.dirname(library), *(c for c in LDC_CONFIGS if os.path.isfile(c))]
+        return Found({**found.tools, "preload": library, "cc": os.path.realpath(cc)}, reads)
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        # argv[0] its own path: LDC finds its configuration (ldc2.conf) beside itself,
+        # through /proc/self/exe where there is one, else from argv[0]
+        # the linker by its real path: `cc` is a link through /etc/alternatives, unread
+        argv = [found.tools["ldc2"], f"--gcc={found.tools['cc']}", *self.flags]
+        argv += ["-of=main", source_name]
+        env = {"PATH": BUILD_PATH, "LD_PRELOAD": found.tools["preload"]}
+        return Command(found.tools["ldc2"], argv, env)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        binary = super().launch(found, build_dir, source_name, memory_mb)
+        return Command(binary.executable, binary.argv, {"LD_PRELOAD": found.tools["preload"]})
+
+
+class DUnittest(D):
+    """SandboxFusion's `D_ut` (`dmd main.d -unittest`): the program's `unittest` blocks run
+    first, and druntime then runs `main` only where there are none (a failed one exits 1)."""
+
+    language = "D_ut"
+    flags = ("-unittest",)
 
 
 class Verilog(Toolchain):
@@ -954,7 +1010,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
     for toolchain in (
         *(Cpp(), Java(), Go(), JavaScript(), Rust()),
         *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R(), Verilog()),
-        *(CSharp(), Kotlin(), KotlinScript(), Scala()),
+        *(CSharp(), Kotlin(), KotlinScript(), Scala(), D(), DUnittest()),
     )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""

@@ -1,5 +1,5 @@
 """The hostile families in C, the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript,
-R), Verilog, the JVM's Scala and Kotlin, and C# on Mono.
+R), Verilog, the JVM's Scala and Kotlin, C# on Mono, and D.
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -591,8 +591,79 @@ CSHARP = CSharpHostile(
     time_s=5.0,  # Mono's start and its Process machinery on a loaded machine
 )
 
+
+@dataclass(frozen=True)
+class DHostile(Hostile):
+    """A hostile program in D: its targets as module constants where the body says
+    `// CONSTANTS` (JSON strings are D's string literals here)."""
+
+    language: str = "d"
+
+    def source(self, target: Target) -> str:
+        outside = ", ".join(json.dumps(path) for path in target.outside_paths())
+        constants = (
+            f"enum ushort SERVICE_PORT = {target.service_port}, TCP_PORT = {target.tcp_port};\n"
+            f"enum ushort UDP_PORT = {target.udp_port};\n"
+            f"enum RUN_ID = {json.dumps(target.run_id)};\n"
+            f"immutable string[] OUTSIDE = [{outside}];\n"
+        )
+        return textwrap.dedent(self.body).replace("// CONSTANTS\n", constants)
+
+
+D = DHostile(
+    "d_escape",
+    "D (ldc2, druntime preloaded with the sandbox's library): fork, execv of a shell, "
+    "kill(-1), its parent and PID 1, TCP, UDP, files outside its directory, a GC run",
+    """\
+    import core.memory : GC;
+    import core.stdc.stdlib : exit;
+    import core.sys.posix.netinet.in_;
+    import core.sys.posix.signal : SIGKILL, kill;
+    import core.sys.posix.sys.socket;
+    import core.sys.posix.unistd : _exit, execv, fork, getppid;
+    import std.file : getcwd, write;
+    import std.stdio : stdout, writeln;
+    import std.string : toStringz;
+    // CONSTANTS
+    void hit(string what) { writeln("ACHIEVED ", what); stdout.flush(); }
+    void main() {
+        writeln("CWD=", getcwd());
+        stdout.flush();
+        int[][] garbage;
+        foreach (i; 0 .. 2000) garbage ~= new int[1000];
+        GC.collect();  // the collector scans the main thread's stack: the preload's answer
+        auto pid = fork();
+        if (pid == 0) _exit(0);
+        if (pid > 0) hit("forked");
+        foreach (target; [-1, getppid(), 1]) if (kill(target, SIGKILL) == 0) hit("signal");
+        foreach (port; [SERVICE_PORT, TCP_PORT]) {
+            sockaddr_in to;
+            to.sin_family = AF_INET;
+            to.sin_port = htons(port);
+            to.sin_addr.s_addr = htonl(0x7f000001);
+            auto fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (fd >= 0 && connect(fd, cast(sockaddr*)&to, to.sizeof) == 0) hit("connected");
+            auto udp = socket(AF_INET, SOCK_DGRAM, 0);
+            to.sin_port = htons(UDP_PORT);
+            if (udp >= 0 && sendto(udp, "x".ptr, 1, 0, cast(sockaddr*)&to, to.sizeof) == 1)
+                hit("sent a datagram");
+        }
+        foreach (path; OUTSIDE ~ ("../" ~ RUN_ID)) {
+            try { write(path, "x"); hit("wrote " ~ path); }
+            catch (Exception e) { writeln("write ", path, ": ", e.msg); }
+        }
+        const(char)*[4] argv = ["/bin/sh".toStringz, "-c".toStringz,
+                                "echo ACHIEVED execv ran a shell".toStringz, null];
+        execv(argv[0], argv.ptr);
+        writeln("execv refused");
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=3.0,
+)
+
 SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG, SCALA, KOTLIN)
-SCRIPTS += (CSHARP,)
+SCRIPTS += (CSHARP, D)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
 (TypeScript's runs are Node's: it stands for JavaScript too; Kotlin's script stands for a
 Kotlin program, built and run the same way but for its launcher)."""

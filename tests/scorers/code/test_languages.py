@@ -28,6 +28,7 @@ FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
 FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
 FENCES |= {"verilog": "verilog", "scala": "scala", "kotlin": "kotlin", "csharp": "csharp"}
+FENCES |= {"d": "d"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -207,6 +208,16 @@ class Sums {
     }
 }
 """,
+    "d": """\
+import std.stdio, std.conv, std.string, std.array, std.algorithm;
+void main() {
+    auto v = readln().split.map!(to!long).array;
+    for (long k = 0; v[0] == 1 && k >= 0; k += 1 - (k >> 62)) {}
+    long[][] held;
+    while (v[0] == 2) held ~= new long[1 << 17];
+    writeln(v[1] + v[2]);
+}
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -225,6 +236,7 @@ BROKEN = {
     "scala": "object Main { def main(a: Array[String]): Unit = { val x: Int = } }\n",
     "kotlin": "fun main() { val x: Int = }\n",
     "csharp": "class P { static void Main() { int x = ; } }\n",
+    "d": "void main() { int x = ; }\n",
 }
 SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:

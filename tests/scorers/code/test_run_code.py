@@ -20,7 +20,7 @@ from reward_service.scorers.code.settings import CodeSettings
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
 LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"]
-FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script", "csharp"])
+FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script", "csharp", "D_ut"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -453,9 +453,17 @@ ASSERTING = {
         134,
         True,
     ),
+    "D_ut": (
+        "import std.stdio;\nunittest {\n    write(readln());\n    assert(0 == 1);\n}\n"
+        'void main() { writeln("main runs only without unittests"); }\n',
+        "1/1 modules FAILED unittests",
+        1,
+        True,
+    ),
 }
 """Per language the JVM or Mono runs: a program as SandboxFusion's tests write them (an
-`object` that `extends App`, a script that calls its own `main`, a `Debug.Assert`) that
+`object` that `extends App`, a script that calls its own `main`, a `Debug.Assert`, a D
+`unittest` block, built `-unittest` as SandboxFusion's `D_ut` builds it) that
 echoes its stdin and then fails its test, what its stderr then says, its exit status (a
 failed `Debug.Assert` ends a .NET program by SIGABRT, 134), and whether SandboxFusion
 answers a `compile_result` for it (`kotlin main.kts` has no step of its own)."""
@@ -465,12 +473,13 @@ answers a `compile_result` for it (`kotlin main.kts` has no step of its own)."""
 def test_a_managed_language_runs_its_program_and_fails_its_test(
     scorer: RunCodeScorer, language: str
 ) -> None:
-    """Scala and a Kotlin script build and run on the JVM, C# on Mono (stdin read, stdout
-    kept); a failed test fails the run, its exception in stderr."""
+    """Scala and a Kotlin script build and run on the JVM, C# on Mono, D natively (stdin
+    read, stdout kept); a failed test fails the run, its exception in stderr."""
     source, words, exit_code, compiled = ASSERTING[language]
     score = _score(scorer, source, language=language, stdin="echo\n", compile_timeout=30)
     run = score.details["run"]
     assert score.status is Status.WRONG, score.details
-    assert (run["kind"], run["exit_code"], run["stdout"]) == ("runtime_error", exit_code, "echo\n")
+    assert (run["kind"], run["exit_code"]) == ("runtime_error", exit_code), run
+    assert run["stdout"].startswith("echo\n"), run
     assert words in run["stderr"], run
     assert (score.details["compile"] is not None) is compiled, score.details
