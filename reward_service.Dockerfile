@@ -3,8 +3,8 @@
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
 # With the compilers and runtimes the code scorer grades besides Python (any of
-# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp, d;
-# docs/code.md gives each one's size):
+# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp, d,
+# racket; docs/code.md gives each one's size):
 #   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
 #     -t reward-service:0.1.0-langs .
 # With the reward-model extra (pulls torch; the CPU-only wheel index keeps CUDA out:
@@ -104,7 +104,8 @@ RUN if [ -n "${LANGS}" ]; then \
           kotlin) packages="${packages} openjdk-17-jdk-headless kotlin" ;; \
           csharp) packages="${packages} mono-mcs mono-runtime libmono-system-numerics4.0-cil gcc libc6-dev" ;; \
           d) packages="${packages} ldc gcc libc6-dev" ;; \
-          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp, d)" >&2; exit 1 ;; \
+          racket) packages="${packages} racket" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp, d, racket)" >&2; exit 1 ;; \
         esac; \
       done; \
       unset IFS; set +f; \

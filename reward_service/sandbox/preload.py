@@ -17,7 +17,9 @@ when the thread's policy and priority are already those asked for. And
 whether `/proc/self/maps` exists, which Mono checks first ("Mono requires /proc
 to be mounted"): where a zygote in a user namespace of its own has no /proc,
 `access(F_OK)` on that one path answers yes, so that Mono starts as it does
-where /proc is there but unreadable (every read of it still fails). The library
+where /proc is there but unreadable (every read of it still fails). And, there
+too, the link `/proc/self/exe`, which Racket reads to find its boot files in
+its own executable: the path the sandbox exec'd, given as `SANDBOX_SELF_EXE`. The library
 runs inside the confined process, under every layer, and asks for nothing a run
 may not do.
 
@@ -43,6 +45,7 @@ SOURCE = """\
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -78,6 +81,19 @@ int pthread_setschedparam(pthread_t thread, int policy, const struct sched_param
         held.sched_priority == param->sched_priority)
         return 0;
     return error;
+}
+
+ssize_t readlink(const char *path, char *buf, size_t size) {
+    ssize_t (*real)(const char *, char *, size_t) =
+        (ssize_t (*)(const char *, char *, size_t))dlsym(RTLD_NEXT, "readlink");
+    ssize_t done = real ? real(path, buf, size) : -1;
+    const char *self = getenv("SANDBOX_SELF_EXE");
+    if (done >= 0 || errno != ENOENT || !self || strcmp(path, "/proc/self/exe") != 0)
+        return done;
+    size_t length = strlen(self);
+    if (length > size) length = size;
+    memcpy(buf, self, length);
+    return (ssize_t)length;
 }
 
 int access(const char *path, int mode) {

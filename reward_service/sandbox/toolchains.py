@@ -898,6 +898,38 @@ class Lua(Interpreter):
     version_flags = ("-v",)
 
 
+class Racket(Interpreter):
+    """`racket main.rkt`, as SandboxFusion runs it (rackunit's failed checks print to stderr
+    and exit 0 there too); reads `/etc/racket` (its installation's configuration). Racket
+    finds its boot files in its own executable through `/proc/self/exe`: where a zygote
+    has no /proc, the sandbox's preloaded library (`preload`) answers that link."""
+
+    language = "racket"
+    tools = ("racket",)
+    source_file = "main.rkt"
+    config_dirs = ("/etc/racket",)
+    memory_errors = (b"out of memory",)
+    runtime_mb = 256
+
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        if isinstance(found, str):
+            return found
+        from reward_service.sandbox import preload
+
+        try:
+            library = preload.ensure(BUILD_PATH)
+        except OSError as e:
+            return f"racket needs the sandbox's preloaded library, not built: {e}"
+        reads = [*found.reads, os.path.dirname(library)]
+        return Found({**found.tools, "preload": library}, reads)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        command = super().launch(found, build_dir, source_name, memory_mb)
+        env = {"LD_PRELOAD": found.tools["preload"], "SANDBOX_SELF_EXE": found.tools["racket"]}
+        return Command(command.executable, command.argv, command.env | env)
+
+
 _R_SCRIPT_DIRS = ("R_HOME_DIR", "R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR")
 R_PROFILE = ".sandbox-Rprofile.R"
 """R's site profile in a run's directory (`R_PROFILE`): `_R_SITE`."""
@@ -1010,7 +1042,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
     for toolchain in (
         *(Cpp(), Java(), Go(), JavaScript(), Rust()),
         *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R(), Verilog()),
-        *(CSharp(), Kotlin(), KotlinScript(), Scala(), D(), DUnittest()),
+        *(CSharp(), Kotlin(), KotlinScript(), Scala(), D(), DUnittest(), Racket()),
     )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""

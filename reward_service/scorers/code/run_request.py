@@ -46,6 +46,7 @@ RUNNERS = {
     "csharp": "csharp",
     "D_ut": "D_ut",
     "d": "d",
+    "racket": "racket",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
 `kotlin` (a program with its `main`, beside SandboxFusion's `kotlin_script`) and `d` (D

@@ -1,5 +1,5 @@
 """The hostile families in C, the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript,
-R), Verilog, the JVM's Scala and Kotlin, C# on Mono, and D.
+R, Racket), Verilog, the JVM's Scala and Kotlin, C# on Mono, and D.
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tests.sandbox.harness.hostile_native import cpp_prelude
@@ -29,14 +30,15 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _constants(target: Target) -> dict[str, str]:
-    """Each target as a literal: the ports as numbers, the paths outside the run as a list."""
-    outside = ", ".join(_quoted(path) for path in target.outside_paths())
+def _constants(target: Target, quoted: Callable[[str], str] = _quoted) -> dict[str, str]:
+    """Each target as a literal: the ports as numbers, the paths outside the run as a list
+    (items separated by `, `; Racket's list takes spaces)."""
+    outside = ", ".join(quoted(path) for path in target.outside_paths())
     return {
         "SERVICE_PORT": str(target.service_port),
         "TCP_PORT": str(target.tcp_port),
         "UDP_PORT": str(target.udp_port),
-        "RUN_ID": _quoted(target.run_id),
+        "RUN_ID": quoted(target.run_id),
         "OUTSIDE": outside,
     }
 
@@ -48,9 +50,11 @@ _PRELUDES = {
     "php": "define('{name}', {value});\n",
     "perl": "use constant {name} => {value};\n",
     "lua": "local {name} = {value}\n",
+    "racket": "(define {name} {value})\n",
 }
 _LISTS = {"typescript": "[{}]", "ruby": "[{}]", "php": "[{}]", "perl": "({})", "lua": "{{{}}}"}
 _LISTS["R"] = "c({})"
+_LISTS["racket"] = "(list {})"
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,12 @@ class ScriptHostile(Hostile):
     """A hostile program in an interpreted language: its constants first, then its body."""
 
     def source(self, target: Target) -> str:
-        constants = _constants(target)
-        constants["OUTSIDE"] = _LISTS[self.language].format(constants["OUTSIDE"])
+        racket = self.language == "racket"  # its strings are JSON's, its lists unseparated
+        constants = _constants(target, json.dumps if racket else _quoted)
+        outside = constants["OUTSIDE"].replace('", "', '" "') if racket else constants["OUTSIDE"]
+        constants["OUTSIDE"] = _LISTS[self.language].format(outside)
         lines = [_PRELUDES[self.language].format(name=k, value=v) for k, v in constants.items()]
-        opening = "<?php\n" if self.language == "php" else ""
+        opening = {"php": "<?php\n", "racket": "#lang racket\n"}.get(self.language, "")
         return opening + "".join(lines) + textwrap.dedent(self.body)
 
 
@@ -662,8 +668,50 @@ D = DHostile(
     time_s=3.0,
 )
 
+RACKET = ScriptHostile(
+    "racket_escape",
+    "Racket: system and process (a shell), fork, kill(-1), its parent and PID 1 and execv "
+    "through the FFI, TCP, UDP, files outside its directory",
+    """\
+    (require racket/system ffi/unsafe racket/udp)
+    (define (hit what) (printf "ACHIEVED ~a\\n" what) (flush-output))
+    (define-syntax-rule (attempt what body ...)
+      (with-handlers ([(lambda (e) #t)
+                       (lambda (e) (printf "~a: ~a\\n" what (if (exn? e) (exn-message e) e)))])
+        body ...))
+    (printf "CWD=~a\\n" (path->string (current-directory)))
+    (attempt "system" (when (system "echo ACHIEVED system ran a shell") (hit "system")))
+    (attempt "process" (let ([p (process "echo ACHIEVED process ran a shell")])
+                         (display (read-line (car p)))))
+    (define libc-fork (get-ffi-obj "fork" #f (_fun -> _int)))
+    (define libc-exit (get-ffi-obj "_exit" #f (_fun _int -> _void)))
+    (define libc-kill (get-ffi-obj "kill" #f (_fun _int _int -> _int)))
+    (define libc-getppid (get-ffi-obj "getppid" #f (_fun -> _int)))
+    (attempt "fork" (let ([pid (libc-fork)])
+                      (when (= pid 0) (libc-exit 0))
+                      (when (> pid 0) (hit (format "forked ~a" pid)))))
+    (for ([pid (list -1 (libc-getppid) 1)])
+      (attempt "kill" (when (= 0 (libc-kill pid 9)) (hit (format "signal to ~a" pid)))))
+    (for ([port (list SERVICE_PORT TCP_PORT)])
+      (attempt (format "tcp ~a" port)
+               (let-values ([(in out) (tcp-connect "127.0.0.1" port)])
+                 (hit (format "connected to ~a" port)))))
+    (attempt "udp" (udp-send-to (udp-open-socket) "127.0.0.1" UDP_PORT #"x")
+                   (hit "sent a datagram"))
+    (for ([path (append OUTSIDE (list (string-append "../" RUN_ID)))])
+      (attempt (format "write ~a" path)
+               (with-output-to-file path (lambda () (display "x")))
+               (hit (format "wrote ~a" path))))
+    (define libc-execv (get-ffi-obj "execv" #f (_fun _string (_list i _string) -> _int)))
+    (attempt "execv" (libc-execv "/bin/sh" (list "/bin/sh" "-c" "echo ACHIEVED execv" #f)))
+    """,
+    frozenset({OK, ERR}),
+    time_s=8.0,  # Racket's start loads its libraries: seconds on a loaded machine
+    language="racket",
+)
+
 SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG, SCALA, KOTLIN)
-SCRIPTS += (CSHARP, D)
+SCRIPTS += (CSHARP, D, RACKET)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
 (TypeScript's runs are Node's: it stands for JavaScript too; Kotlin's script stands for a
 Kotlin program, built and run the same way but for its launcher)."""

@@ -28,7 +28,7 @@ FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
 FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
 FENCES |= {"verilog": "verilog", "scala": "scala", "kotlin": "kotlin", "csharp": "csharp"}
-FENCES |= {"d": "d"}
+FENCES |= {"d": "d", "racket": "racket"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -218,6 +218,13 @@ void main() {
     writeln(v[1] + v[2]);
 }
 """,
+    "racket": """\
+#lang racket
+(define v (map string->number (string-split (read-line))))
+(when (= (first v) 1) (let loop ([k 0]) (loop (add1 k))))
+(when (= (first v) 2) (let loop ([held '()]) (loop (cons (make-vector 131072 1) held))))
+(displayln (+ (second v) (third v)))
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -237,15 +244,18 @@ BROKEN = {
     "kotlin": "fun main() { val x: Int = }\n",
     "csharp": "class P { static void Main() { int x = ; } }\n",
     "d": "void main() { int x = ; }\n",
+    "racket": "#lang racket\n(define x\n",
 }
-SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
+SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R", "racket"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
 no build (the runtime reads the file), or TypeScript's transpile, which turns a file
 with a syntax error into one that says so and exits 1 (`tsx` fails at run time)."""
 OWN_FAILURE = {("c", "hog"): "runtime_error"}
 """Where a case ends otherwise: C's `malloc` answers NULL at the address-space limit, and a
 C program's own exit is its failure (no runtime says `out of memory` for it)."""
-SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"]}
+SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"], "time_limit_s": 10}
+"""Two tests; 10 s each, as a JVM's or Racket's start took 2-5 s of wall time on a loaded
+machine (a correct answer ends at once: the limit costs nothing)."""
 CASES = {
     "correct": (SUMS, 1.0, Status.OK, None),
     "wrong": ({**SUMS, "outputs": ["3\n", "8\n"]}, 0.0, Status.WRONG, "wrong_output"),

@@ -19,7 +19,7 @@ from reward_service.scorers.code.settings import CodeSettings
 
 SETTINGS = CodeSettings(output_bytes=4096)
 CAPS = FileCaps(bytes=1024)
-LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"]
+LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R", "racket"]
 FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script", "csharp", "D_ut"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
@@ -296,6 +296,12 @@ SCRIPTS = {
         {"helper.R": "twice <- function(n) n * 2\n"},
         "x <- ",
     ),
+    "racket": (
+        '#lang racket\n(require "helper.rkt")\n(displayln (twice (string->number (read-line))))\n'
+        "(exit 3)\n",
+        {"helper.rkt": "#lang racket\n(provide twice)\n(define (twice n) (* n 2))\n"},
+        "#lang racket\n(define x\n",
+    ),
 }
 """Per language run as a script: a program using a module of its own among `files` (it prints
 twice its input and exits 3), and one with a syntax error."""
@@ -312,9 +318,9 @@ def _script(name: str) -> Any:
 def test_an_interpreted_language_runs_its_file_beside_its_modules(
     scorer: RunCodeScorer, language: str
 ) -> None:
-    """Ruby, PHP, Perl, Lua, TypeScript and R run as SandboxFusion runs them: no compile step
-    (TypeScript's transpile is not one: `tsx` has none), the program's modules (`files`)
-    found beside it, its exit status reported."""
+    """Ruby, PHP, Perl, Lua, TypeScript, R and Racket run as SandboxFusion runs them: no
+    compile step (TypeScript's transpile is not one: `tsx` has none), the program's modules
+    (`files`) found beside it, its exit status reported."""
     source, modules, _ = SCRIPTS[language]
     files = {path: _b64(text.encode()) for path, text in modules.items()}
     score = _score(scorer, source, language=language, stdin="21\n", files=files)
