@@ -511,6 +511,8 @@ class JvmLanguage(Toolchain):
         archive = os.path.join(CLASS_ARCHIVES, f"{self.launcher}-{digest}.jsa")
         if os.path.isfile(archive):
             return archive
+        if os.path.exists(f"{archive}.failed"):  # tried once: not again in every worker
+            return None
         try:
             os.makedirs(CLASS_ARCHIVES, 0o755, exist_ok=True)
             work = tempfile.mkdtemp(prefix=f"{self.language}-archive-", dir=CLASS_ARCHIVES)
@@ -530,6 +532,8 @@ class JvmLanguage(Toolchain):
                 argv, cwd=work, env=env | {"HOME": home}, capture_output=True, timeout=120
             )
             if not os.path.isfile(partial):
+                with open(f"{archive}.failed", "w") as f:
+                    f.write(f"{argv}\n")
                 return None
             os.chmod(partial, 0o644)
             os.replace(partial, archive)

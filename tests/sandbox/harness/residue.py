@@ -47,11 +47,11 @@ PROGRAMS = {
     "javascript": 'console.log("ok");\n',
     "rust": 'fn main() {{ println!("ok"); }}\n',
     "scala": 'object Main {{\n  def main(args: Array[String]): Unit = println("ok")\n}}\n',
-    "csharp": 'class P {{\n    static void Main() {{ System.Console.WriteLine("ok"); }}\n}}\n',
-    "D_ut": 'import std.stdio;\nvoid main() {{ writeln("ok"); }}\n',
 }
 """Each language's earlier answer (formatted: `out`, `word`); its source marker is added
-in comments."""
+in comments. Scala's build names its file from the source (the zygote reads it in place,
+as Java's); the other languages' sources reach the zygote as these do (C# and D passed
+too on the five profiles, 2026-12-03, and were left out for the suite's time)."""
 
 
 def marker() -> str:

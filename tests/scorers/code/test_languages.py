@@ -9,6 +9,7 @@ that program and one that does not compile.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.sandbox.toolchains import Found, discover
+from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover
 from reward_service.scorers.base import GradingLimits, Status
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
@@ -418,3 +419,29 @@ def test_the_cpp_standard_is_an_option(polyglot: CodeScorer) -> None:
     assert polyglot.score("p", answer, SUMS, {}).status is Status.COMPILE_ERROR
     refused = polyglot.score("p", answer, SUMS, {"standard": "c++99"})
     assert refused.status is Status.ERROR and "dialect" in refused.details["reason"]
+
+
+@pytest.mark.parametrize("language", [_language("scala"), _language("kotlin")])
+def test_a_jvm_compiler_maps_its_classes_from_the_archive_made_once(language: str) -> None:
+    """Scala's and Kotlin's builds map their compiler's classes from the archive the service
+    made when it first found the compiler (`JvmLanguage.class_archive`)."""
+    found = FOUND[language]
+    assert isinstance(found, Found)
+    archive = found.tools["class_archive"]
+    assert os.path.getsize(archive) > 1 << 20
+    command = TOOLCHAINS[language].build(found, "", "Main.scala", None)
+    assert f"-XX:SharedArchiveFile={archive}" in command.argv
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        (b"// a comment\nobject Sums extends App {}\nobject Later", "Sums.scala"),
+        (b"class Only { def main(a: Array[String]) = () }\n", "Main.scala"),
+        (b"val myobject Foo = 1\nobject Real {}\n", "Real.scala"),
+    ],
+)
+def test_scala_runs_the_first_object_of_its_source(source: bytes, name: str) -> None:
+    """Scala's file, and the class its run starts, is its source's first `object`, as
+    SandboxFusion's `scala <object>`; without one, `Main` (the run then fails)."""
+    assert TOOLCHAINS["scala"].source_name(memoryview(source)) == name
