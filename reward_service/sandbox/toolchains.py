@@ -231,14 +231,19 @@ class D(Toolchain):
         cc = which("cc", BUILD_PATH)
         if cc is None:
             return "ldc2 needs a linker: no cc in /usr/bin"
-        reads = [os.path.dirname(library), *(c for c in LDC_CONFIGS if os.path.isfile(c))]
-        return Found({**found.tools, "preload": library, "cc": os.path.realpath(cc)}, reads)
+        configs = [c for c in LDC_CONFIGS if os.path.isfile(c)]
+        tools = {**found.tools, "preload": library, "cc": os.path.realpath(cc)}
+        tools |= {"config": configs[0]} if configs else {}
+        return Found(tools, [os.path.dirname(library), *configs])
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         # argv[0] its own path: LDC finds its configuration (ldc2.conf) beside itself,
         # through /proc/self/exe where there is one, else from argv[0]
-        # the linker by its real path: `cc` is a link through /etc/alternatives, unread
+        # the linker by its real path: `cc` is a link through /etc/alternatives, unread;
+        # the configuration by its path: LDC looks for an `ldc2.conf` in the working
+        # directory first, where the program's files are
         argv = [found.tools["ldc2"], f"--gcc={found.tools['cc']}", *self.flags]
+        argv += [f"-conf={found.tools['config']}"] if "config" in found.tools else []
         argv += ["-of=main", source_name]
         env = {"PATH": BUILD_PATH, "LD_PRELOAD": found.tools["preload"]}
         return Command(found.tools["ldc2"], argv, env)
