@@ -17,7 +17,9 @@ from reward_service.scorers.code.run_code import RunCodeScorer
 from reward_service.scorers.code.run_request import FileCaps
 from reward_service.scorers.code.settings import CodeSettings
 
-SETTINGS = CodeSettings(output_bytes=4096)
+SETTINGS = CodeSettings(output_bytes=4096, build_time_s=30)
+"""A build's cap 30 s: `compile_timeout` is held to it, and Scala's and Kotlin's compilers
+(2.5 s of CPU each) passed 10 s of wall time on a loaded machine."""
 CAPS = FileCaps(bytes=1024)
 LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R", "racket"]
 FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script", "csharp", "D_ut"])
