@@ -144,10 +144,16 @@ def test_iverilog_takes_no_helper_and_no_module_from_the_files(sandbox: ZygoteSa
     ("language", "source"),
     [
         pytest.param(
-            "scala", 'object Main extends App { println("plain") }\n', marks=needs("scala")
+            "scala",
+            'object Main extends App { println("plain") }\n',
+            marks=[needs("scala"), pytest.mark.slow],
         ),
-        pytest.param("kotlin", 'fun main() { println("plain") }\n', marks=needs("kotlin")),
-        pytest.param("kotlin_script", 'println("plain")\n', marks=needs("kotlin_script")),
+        pytest.param(
+            "kotlin", 'fun main() { println("plain") }\n', marks=[needs("kotlin"), pytest.mark.slow]
+        ),
+        pytest.param(
+            "kotlin_script", 'println("plain")\n', marks=[needs("kotlin_script"), pytest.mark.slow]
+        ),
     ],
 )
 def test_the_jvm_compilers_read_no_options_and_no_launcher_from_the_files(

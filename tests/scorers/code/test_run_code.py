@@ -477,7 +477,13 @@ failed `Debug.Assert` ends a .NET program by SIGABRT, 134), and whether SandboxF
 answers a `compile_result` for it (`kotlin main.kts` has no step of its own)."""
 
 
-@pytest.mark.parametrize("language", [_script(name) for name in ASSERTING])
+def _managed(name: str) -> Any:
+    """A language of `ASSERTING`: the JVM's are `slow` (2-3 s of CPU a build)."""
+    slow = [pytest.mark.slow] if name in ("scala", "kotlin_script") else []
+    return pytest.param(name, marks=[*_script(name).marks, *slow])
+
+
+@pytest.mark.parametrize("language", [_managed(name) for name in ASSERTING])
 def test_a_managed_language_runs_its_program_and_fails_its_test(
     scorer: RunCodeScorer, language: str
 ) -> None:
