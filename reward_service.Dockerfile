@@ -3,8 +3,8 @@
 # CPU-only image for reward-service.
 #   docker build -f reward_service.Dockerfile -t reward-service:0.1.0 .
 # With the compilers and runtimes the code scorer grades besides Python (any of
-# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog; docs/code.md gives each
-# one's size):
+# cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp, d,
+# racket; docs/code.md gives each one's size):
 #   docker build -f reward_service.Dockerfile --build-arg LANGS=cpp,java,go,js,rust \
 #     -t reward-service:0.1.0-langs .
 # With the reward-model extra (pulls torch; the CPU-only wheel index keeps CUDA out:
@@ -100,14 +100,20 @@ RUN if [ -n "${LANGS}" ]; then \
           ts) packages="${packages} nodejs node-typescript node-lodash" ;; \
           r) packages="${packages} r-base-core" ;; \
           verilog) packages="${packages} iverilog" ;; \
-          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog)" >&2; exit 1 ;; \
+          scala) packages="${packages} openjdk-17-jdk-headless scala" ;; \
+          kotlin) packages="${packages} openjdk-17-jdk-headless kotlin" ;; \
+          csharp) packages="${packages} mono-mcs mono-runtime libmono-system-numerics4.0-cil gcc libc6-dev" ;; \
+          d) packages="${packages} ldc gcc libc6-dev" ;; \
+          racket) packages="${packages} racket" ;; \
+          *) echo "LANGS: unknown language ${lang} (cpp, java, go, js, rust, c, ruby, php, perl, lua, ts, r, verilog, scala, kotlin, csharp, d, racket)" >&2; exit 1 ;; \
         esac; \
       done; \
       unset IFS; set +f; \
       apt-get update \
       && apt-get install -y --no-install-recommends ${packages} \
       && rm -rf /var/lib/apt/lists/* \
-      && /opt/venv/bin/python -c "from reward_service.scorers.code.code_settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))"; \
+      && /opt/venv/bin/python -c "from reward_service.scorers.code.settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))" \
+      && /opt/venv/bin/python -c "from reward_service.sandbox.toolchains import discover; print(discover('/usr/bin:/bin', ['csharp', 'd', 'racket', 'scala', 'kotlin']))"; \
     fi
 # Only now: inside the RUNs above, `python` must still be the base image's (with pip).
 ENV PATH=/opt/venv/bin:$PATH

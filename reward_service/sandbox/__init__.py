@@ -28,7 +28,7 @@ from reward_service.sandbox.toolchains import TOOLCHAINS
 LANGUAGES = ("python", *TOOLCHAINS)
 """The runners a `Program.language` may name: python, and the languages of
 `toolchains.TOOLCHAINS` (cpp, java, go, javascript, rust, c, ruby, php, perl, lua,
-typescript, R, verilog)."""
+typescript, R, verilog, csharp, kotlin, kotlin_script, scala, d, D_ut, racket)."""
 
 LAYERS = (
     "process",

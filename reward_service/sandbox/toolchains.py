@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import struct
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -49,7 +50,7 @@ class Found:
     tools: dict[str, str]
     """Tool name -> its absolute path (what a build or run execs; Rust's sysroot too)."""
     reads: list[str]
-    """Directories beyond the system's that its builds and runs read (a sysroot)."""
+    """Directories (or files) beyond the system's that its builds and runs read (a sysroot)."""
     version: str = ""
     """The compiler's version line, when asked for (`discover(..., versions=True)`)."""
 
@@ -199,6 +200,67 @@ class C(Toolchain):
         return _with_gold(super().discover(path))
 
 
+LDC_CONFIGS = ("/etc/ldc2.conf",)
+"""Debian's LDC configuration (druntime's and Phobos's import paths and libraries), a read
+path of its builds where it exists."""
+
+
+class D(Toolchain):
+    """D by ldc2 (Debian's LDC: dmd's front end, dmd's command line), linked dynamically (the
+    system's druntime and Phobos), without `-unittest`: a program's `main` runs. Its build
+    (ldc2 is a D program) and its runs preload the sandbox's library (`preload`): druntime
+    asks glibc for the main thread's stack, which glibc reads from /proc, and its garbage
+    collector then scanned a range it was never given (SIGSEGV at its first collection)."""
+
+    language = "d"
+    tools = ("ldc2",)
+    source_file = "main.d"
+    flags: tuple[str, ...] = ()
+    memory_errors = (b"core.exception.OutOfMemoryError",)
+
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        if isinstance(found, str):
+            return found
+        from reward_service.sandbox import preload
+
+        try:
+            library = preload.ensure(BUILD_PATH)
+        except OSError as e:
+            return f"D needs the sandbox's preloaded library, not built: {e}"
+        cc = which("cc", BUILD_PATH)
+        if cc is None:
+            return "ldc2 needs a linker: no cc in /usr/bin"
+        configs = [c for c in LDC_CONFIGS if os.path.isfile(c)]
+        tools = {**found.tools, "preload": library, "cc": os.path.realpath(cc)}
+        tools |= {"config": configs[0]} if configs else {}
+        return Found(tools, [os.path.dirname(library), *configs])
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        # argv[0] its own path: LDC finds its configuration (ldc2.conf) beside itself,
+        # through /proc/self/exe where there is one, else from argv[0]
+        # the linker by its real path: `cc` is a link through /etc/alternatives, unread;
+        # the configuration by its path: LDC looks for an `ldc2.conf` in the working
+        # directory first, where the program's files are
+        argv = [found.tools["ldc2"], f"--gcc={found.tools['cc']}", *self.flags]
+        argv += [f"-conf={found.tools['config']}"] if "config" in found.tools else []
+        argv += ["-of=main", source_name]
+        env = {"PATH": BUILD_PATH, "LD_PRELOAD": found.tools["preload"]}
+        return Command(found.tools["ldc2"], argv, env)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        binary = super().launch(found, build_dir, source_name, memory_mb)
+        return Command(binary.executable, binary.argv, {"LD_PRELOAD": found.tools["preload"]})
+
+
+class DUnittest(D):
+    """SandboxFusion's `D_ut` (`dmd main.d -unittest`): the program's `unittest` blocks run
+    first, and druntime then runs `main` only where there are none (a failed one exits 1)."""
+
+    language = "D_ut"
+    flags = ("-unittest",)
+
+
 class Verilog(Toolchain):
     """Icarus Verilog as SandboxFusion runs it (VerilogEval's flags): `iverilog -Wall
     -Winfloop -Wno-timescale -g2012 -s tb`, the top module `tb`, then `vvp -n` on the
@@ -315,6 +377,15 @@ has javatuples (MultiPL-E's Java imports it in every program); Debian ships it a
 `libjavatuples-java`."""
 
 
+def _jdk_reads(java: str) -> list[str]:
+    """What a JDK's `java` (its real path) reads beyond the system's directories."""
+    home = os.path.dirname(os.path.dirname(java))
+    # Debian links each file of conf/ to /etc/java-<n>-openjdk: the JVM reads them all
+    conf = os.path.realpath(os.path.join(home, "conf", "security", "java.security"))
+    beyond = {home, os.path.dirname(os.path.dirname(conf))}
+    return sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
+
+
 class Java(Toolchain):
     """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit,
     assertions on), with the libraries of `JAVA_LIBRARIES` found here."""
@@ -330,11 +401,7 @@ class Java(Toolchain):
         found = super().discover(path)
         if isinstance(found, str):
             return found
-        home = os.path.dirname(os.path.dirname(found.tools["java"]))
-        # Debian links each file of conf/ to /etc/java-<n>-openjdk: the JVM reads them all
-        conf = os.path.realpath(os.path.join(home, "conf", "security", "java.security"))
-        beyond = {home, os.path.dirname(os.path.dirname(conf))}
-        reads = sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
+        reads = _jdk_reads(found.tools["java"])
         tools = dict(found.tools)
         for jar in JAVA_LIBRARIES:
             if os.path.isfile(jar):
@@ -373,6 +440,338 @@ class Java(Toolchain):
         with open(os.path.join(home, "release")) as f:
             fields = dict(line.strip().partition("=")[::2] for line in f if "=" in line)
         return f"javac {fields['JAVA_VERSION'].strip(chr(34))}"
+
+
+_OBJECT = re.compile(rb"(?<![\w$])object\s+([A-Za-z_]\w*)")
+"""A Scala source's first `object`, whose name the run starts (SandboxFusion's `scala
+<name>` takes the same, the first `object` in the text)."""
+
+
+CLASS_ARCHIVES = os.path.join(sys.prefix, "share", "reward-service", "jvm")
+"""Where the JVM compilers' class archives are made (`JvmLanguage.class_archive`): beside
+Python, where builds may read."""
+
+
+class JvmLanguage(Toolchain):
+    """A language whose compiler runs on the JVM (Scala, Kotlin): the compiler's main class
+    on the JDK's `java` with its jars, not its launcher (a shell script: runs start no
+    shell, and a build's configuration is all on its command line), then the JVM on the
+    classes with the language's runtime jars, as Java's runs (its flags, heap, reads)."""
+
+    tools = ("java",)
+    outputs = ("*.class",)
+    memory_errors = (b"java.lang.OutOfMemoryError",)
+    runtime_mb = 512
+    syscalls = ("socketpair",)  # java.nio's FileDispatcherImpl makes one at start
+    launcher = ""
+    """The compiler's launcher script, looked up in PATH: its home's `lib` holds the jars."""
+    compiler_jars: tuple[str, ...] = ()
+    runtime_jars: tuple[str, ...] = ()
+    version_jar = ""
+    """The jar whose manifest (`Implementation-Version`) or properties name the version."""
+    sample = ""
+    """A small program the compiler builds once, unconfined, when its classes are archived."""
+
+    def discover(self, path: str) -> Found | str:
+        java, script = which("java", path), which(self.launcher, path)
+        if java is None or script is None:
+            return f"{'java' if java is None else self.launcher} not found in the toolchain path"
+        home = os.path.dirname(os.path.dirname(os.path.realpath(script)))
+        # the jars by their names in lib/, not their real paths: the compiler's manifest
+        # names its own dependencies relative to where it is (kotlin-compiler.jar's)
+        tools = {"java": os.path.realpath(java), "home": home}
+        reads = _jdk_reads(tools["java"])
+        for jar in (*self.compiler_jars, *self.runtime_jars):
+            where = os.path.join(home, "lib", jar)
+            if not os.path.isfile(where):
+                return f"{self.launcher}'s {jar} not found in {os.path.dirname(where)}"
+            tools[f"jar:{jar}"] = where
+            reads += [d for d in (home, os.path.dirname(os.path.realpath(where))) if d not in reads]
+        found = Found(tools, [d for d in reads if not _under_system(d)])
+        archive = self.class_archive(found)
+        if archive is None:
+            return found
+        return Found({**tools, "class_archive": archive}, [*found.reads, CLASS_ARCHIVES])
+
+    def class_archive(self, found: Found) -> str | None:
+        """The compiler's classes archived for the JVM to map (CDS, `-XX:SharedArchiveFile`),
+        made now by one unconfined build of `sample` unless already there: a build then
+        loads and verifies none of them (scalac's CPU per build 2.8 s -> 1.8 s here). Kept
+        in `CLASS_ARCHIVES` under a name that hashes the JVM, the jars and the command, as an
+        archive serves only the class path it was made with; None where it cannot be made
+        (the builds then run without)."""
+        import hashlib
+        import shutil
+        import subprocess
+        import tempfile
+
+        source = self.source_name(memoryview(self.sample.encode()))
+        command = self.build(found, "", source, None)
+        # the command without its sources: Kotlin's programs and scripts share one archive
+        key = [arg for arg in command.argv if arg != source and arg not in command.files]
+        for path in [found.tools["java"], *(found.tools[f"jar:{j}"] for j in self.compiler_jars)]:
+            info = os.stat(path)
+            key += [os.path.realpath(path), str(info.st_size), str(info.st_mtime_ns)]
+        digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
+        archive = os.path.join(CLASS_ARCHIVES, f"{self.launcher}-{digest}.jsa")
+        if os.path.isfile(archive):
+            return archive
+        if os.path.exists(f"{archive}.failed"):  # tried once: not again in every worker
+            return None
+        try:
+            os.makedirs(CLASS_ARCHIVES, 0o755, exist_ok=True)
+            work = tempfile.mkdtemp(prefix=f"{self.language}-archive-", dir=CLASS_ARCHIVES)
+        except OSError:
+            return None
+        try:
+            partial = os.path.join(work, "classes.jsa")
+            files = {source: self.sample, **command.files}
+            for name, text in files.items():
+                with open(os.path.join(work, name), "w") as f:
+                    f.write(text)
+            os.mkdir(os.path.join(work, BUILD_HOME))
+            argv = [command.argv[0], f"-XX:ArchiveClassesAtExit={partial}", *command.argv[1:]]
+            home = os.path.join(work, BUILD_HOME)
+            env = {k: v.replace("{home}", home) for k, v in command.env.items()}
+            subprocess.run(
+                argv, cwd=work, env=env | {"HOME": home}, capture_output=True, timeout=120
+            )
+            if not os.path.isfile(partial):
+                with open(f"{archive}.failed", "w") as f:
+                    f.write(f"{argv}\n")
+                return None
+            os.chmod(partial, 0o644)
+            os.replace(partial, archive)
+            return archive
+        except (OSError, subprocess.SubprocessError):
+            return None
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    @staticmethod
+    def jars(found: Found, names: Sequence[str]) -> str:
+        return ":".join(found.tools[f"jar:{name}"] for name in names)
+
+    def compiler(self, found: Found) -> list[str]:
+        """The JVM that runs the compiler: its own path as argv[0] (`Java.build`), a heap
+        of 384 MiB, temporary files in the build's home (not /tmp, which a build may not
+        write), its classes mapped from their archive where there is one."""
+        argv = [found.tools["java"], *_JVM, "-Xmx384m", f"-Djava.io.tmpdir={BUILD_HOME}"]
+        if "class_archive" in found.tools:
+            argv += [f"-XX:SharedArchiveFile={found.tools['class_archive']}", "-Xlog:cds=off"]
+        return argv
+
+    def run_classes(self, found: Found, build_dir: str, main: str, memory_mb: int) -> Command:
+        """The JVM on the program's classes and the runtime jars, as Java's runs."""
+        argv = [found.tools["java"], *_JVM, f"-Xmx{memory_mb}m", "-Xss16m"]
+        argv += ["-cp", ":".join([build_dir, self.jars(found, self.runtime_jars)]), main]
+        return Command(found.tools["java"], argv, {"MALLOC_ARENA_MAX": "1"})
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        """Read from the compiler's jar (its compiler would start a JVM)."""
+        import zipfile
+
+        with zipfile.ZipFile(tools[f"jar:{self.version_jar}"]) as jar:
+            names = set(jar.namelist())
+            if "compiler.properties" in names:  # Scala's
+                text = jar.read("compiler.properties").decode()
+                key = "version.number="
+            else:
+                text = jar.read("META-INF/MANIFEST.MF").decode()
+                key = "Implementation-Version: "
+        number = next(line[len(key) :] for line in text.splitlines() if line.startswith(key))
+        return f"{self.launcher} {number.strip()}"
+
+
+class Scala(JvmLanguage):
+    """scalac (Debian's Scala 2.11) on the JVM, then the JVM on the first `object` of the
+    source, as SandboxFusion's `scala <object>` runs it (Scala's `assert` is its own, on
+    without `-ea`)."""
+
+    language = "scala"
+    launcher = "scalac"
+    compiler_jars = ("scala-compiler.jar", "scala-reflect.jar", "scala-xml.jar")
+    runtime_jars = ("scala-library.jar",)
+    version_jar = "scala-compiler.jar"
+    sample = "object Main {\n  def main(a: Array[String]): Unit = println(List(1).map(_ + 1))\n}\n"
+
+    def source_name(self, source: memoryview) -> str:
+        named = _OBJECT.search(source)
+        return f"{named.group(1).decode() if named else 'Main'}.scala"
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        classpath = self.jars(found, (*self.compiler_jars, *self.runtime_jars))
+        argv = [*self.compiler(found), "-cp", classpath, "scala.tools.nsc.Main"]
+        # classes for Java 8's JVM, not 2.11's default 6: a call of a static method of a Java
+        # interface (`java.util.List.of`) fails to link in a class file before 8's
+        argv += ["-usejavacp", "-target:jvm-1.8", "-encoding", "UTF-8", "-d", ".", source_name]
+        return Command(found.tools["java"], argv, {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"})
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        return self.run_classes(found, build_dir, source_name.removesuffix(".scala"), memory_mb)
+
+
+KOTLIN_LAUNCHER = "SandboxScript.kt"
+"""A Kotlin file of the sandbox's own, built beside the script: its `main` makes the
+script's object (a script compiles to a class, `Main` for `main.kts`, whose constructor
+runs it), rethrowing what the script threw, so that the JVM runs a script with no
+`kotlin` launcher (a shell script) and no compiler at run time."""
+_KOTLIN_LAUNCHER = """\
+fun main(args: Array<String>) {
+    val script = Class.forName("Main").getConstructor(Array<String>::class.java)
+    try {
+        script.newInstance(args)
+    } catch (e: java.lang.reflect.InvocationTargetException) {
+        throw e.cause ?: e
+    }
+}
+"""
+
+
+class Kotlin(JvmLanguage):
+    """Kotlin by Debian's kotlinc 1.3: `main.kt` compiled to classes, then the JVM on its
+    `main` (`MainKt`), without `-ea`, as `kotlin` runs a program."""
+
+    language = "kotlin"
+    launcher = "kotlinc"
+    source_file = "main.kt"
+    compiler_jars = ("kotlin-preloader.jar", "kotlin-compiler.jar")
+    runtime_jars: tuple[str, ...] = ("kotlin-stdlib.jar",)
+    version_jar = "kotlin-compiler.jar"
+    sample = "fun main() {\n    println(listOf(1).map { it + 1 })\n}\n"
+    main_class = "MainKt"
+    sources: tuple[str, ...] = ()
+    """Files of the sandbox's own compiled beside the program: name -> text."""
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = [*self.compiler(found), f"-Dkotlin.home={found.tools['home']}"]
+        argv += ["-cp", self.jars(found, ["kotlin-preloader.jar"])]
+        argv += ["org.jetbrains.kotlin.preloading.Preloader"]
+        argv += ["-cp", self.jars(found, ["kotlin-compiler.jar"])]
+        argv += ["org.jetbrains.kotlin.cli.jvm.K2JVMCompiler", "-no-reflect", "-d", "."]
+        argv += ["-jvm-target", "1.8"]  # 1.3's default is 6, which refuses Java 8's API
+        argv += [source_name, *self.sources]
+        env = {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"}
+        files = {name: _KOTLIN_SOURCES[name] for name in self.sources}
+        return Command(found.tools["java"], argv, env, files=files)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        return self.run_classes(found, build_dir, self.main_class, memory_mb)
+
+
+class KotlinScript(Kotlin):
+    """A Kotlin script, as SandboxFusion's `kotlin_script` runs it (`kotlin main.kts`):
+    compiled to a class, then run by the JVM (`KOTLIN_LAUNCHER`)."""
+
+    language = "kotlin_script"
+    source_file = "main.kts"
+    reports_build = False  # `kotlin main.kts` compiles as it runs: SandboxFusion has no step
+    runtime_jars = ("kotlin-stdlib.jar", "kotlin-script-runtime.jar")
+    main_class = "SandboxScriptKt"
+    sources = (KOTLIN_LAUNCHER,)
+    sample = "println(listOf(1).map { it + 1 })\n"
+
+
+_KOTLIN_SOURCES = {KOTLIN_LAUNCHER: _KOTLIN_LAUNCHER}
+
+
+CSHARP_ASSERTS = "SandboxAsserts.cs"
+"""A C# file of the sandbox's own, built into the program: a trace listener that ends the
+program when a `Debug.Assert` fails, as .NET does (Mono's default listener prints nothing
+and goes on); the program's `main.exe.config` (`_CSHARP_CONFIG`) puts it in place of
+Mono's."""
+_CSHARP_ASSERTS = """\
+namespace RewardServiceSandbox
+{
+    public sealed class FailingAssertListener : System.Diagnostics.TraceListener
+    {
+        public override void Write(string message) { System.Console.Error.Write(message); }
+        public override void WriteLine(string message) { System.Console.Error.WriteLine(message); }
+        public override void Fail(string message, string detail)
+        {
+            System.Console.Out.Flush();
+            System.Console.Error.WriteLine("Process terminated. Assertion failed.");
+            System.Console.Error.WriteLine(message);
+            if (!string.IsNullOrEmpty(detail)) System.Console.Error.WriteLine(detail);
+            System.Console.Error.WriteLine(System.Environment.StackTrace);
+            System.Console.Error.Flush();
+            System.Environment.Exit(134);
+        }
+    }
+}
+"""
+_CSHARP_CONFIG = """\
+<?xml version="1.0" encoding="utf-8"?>
+<configuration>
+  <system.diagnostics>
+    <trace>
+      <listeners>
+        <remove name="Default" />
+        <add name="sandbox" type="RewardServiceSandbox.FailingAssertListener, main" />
+      </listeners>
+    </trace>
+  </system.diagnostics>
+</configuration>
+"""
+_MONO_ENV = {"MONO_DISABLE_SHARED_AREA": "1", "MONO_ENV_OPTIONS": ""}
+"""Mono's shared area (performance counters in /dev/shm) off: a run writes only its own
+directory."""
+
+
+class CSharp(Toolchain):
+    """C# by Mono: `mcs` (C# 7, .NET Framework 4.x's library, `DEBUG` and `TRACE` defined as
+    in `dotnet run`'s Debug build) run as `mono mcs.exe` (`mcs` is a shell script), then
+    `mono main.exe`; `Debug.Assert` fails the run (`CSHARP_ASSERTS`). Mono asks glibc for
+    its main thread's stack as it starts, which needs /proc, and sets its threads'
+    scheduling, which runs may not: both preload the sandbox's own answers (`preload`)."""
+
+    language = "csharp"
+    tools = ("mono",)
+    source_file = "Program.cs"
+    outputs = ("main.exe", "main.exe.config")
+    memory_errors = (b"System.OutOfMemoryException",)
+    runtime_mb = 256
+    config_dirs = ("/etc/mono",)
+
+    def discover(self, path: str) -> Found | str:
+        mono, script = which("mono", path), which("mcs", path)
+        if mono is None or script is None:
+            return f"{'mono' if mono is None else 'mcs'} not found in the toolchain path"
+        try:
+            with open(os.path.realpath(script), "rb") as f:
+                words = f.read(4096).decode(errors="replace").split()
+        except OSError as e:
+            return f"mcs cannot be read: {e}"
+        compiler = next((w for w in words if w.startswith("/") and w.endswith("mcs.exe")), "")
+        if not os.path.isfile(compiler):
+            return f"mcs.exe not found (mcs at {script} names none)"
+        from reward_service.sandbox import preload
+
+        try:
+            shim = preload.ensure(BUILD_PATH)
+        except OSError as e:
+            return f"mono needs the sandbox's preloaded library, not built: {e}"
+        tools = {"mono": os.path.realpath(mono), "mcs.exe": os.path.realpath(compiler)}
+        tools["preload"] = shim
+        reads = [d for d in self.config_dirs if os.path.isdir(d)] + [os.path.dirname(shim)]
+        return Found(tools, reads)
+
+    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
+        argv = ["mono", found.tools["mcs.exe"], "-d:DEBUG", "-d:TRACE", "-r:System.Numerics.dll"]
+        argv += ["-out:main.exe", source_name, CSHARP_ASSERTS]
+        files = {CSHARP_ASSERTS: _CSHARP_ASSERTS, "main.exe.config": _CSHARP_CONFIG}
+        env = {"PATH": BUILD_PATH, "LD_PRELOAD": found.tools["preload"], **_MONO_ENV}
+        return Command(found.tools["mono"], argv, env, files=files)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        env = {**_MONO_ENV, "MONO_GC_PARAMS": f"max-heap-size={memory_mb}m"}
+        env["LD_PRELOAD"] = found.tools["preload"]
+        argv = ["mono", os.path.join(build_dir, "main.exe")]
+        return Command(found.tools["mono"], argv, env | UTF8_LOCALE)
+
+    def version(self, tools: Mapping[str, str]) -> str:
+        done = run_tool([tools["mono"], "--version"], {"PATH": BUILD_PATH})
+        return done.stdout.decode(errors="replace").strip().splitlines()[0]
 
 
 NODE_LIBRARIES = ("/usr/share/nodejs", "/usr/lib/nodejs")
@@ -577,6 +976,38 @@ class Lua(Interpreter):
     version_flags = ("-v",)
 
 
+class Racket(Interpreter):
+    """`racket main.rkt`, as SandboxFusion runs it (rackunit's failed checks print to stderr
+    and exit 0 there too); reads `/etc/racket` (its installation's configuration). Racket
+    finds its boot files in its own executable through `/proc/self/exe`: where a zygote
+    has no /proc, the sandbox's preloaded library (`preload`) answers that link."""
+
+    language = "racket"
+    tools = ("racket",)
+    source_file = "main.rkt"
+    config_dirs = ("/etc/racket",)
+    memory_errors = (b"out of memory",)
+    runtime_mb = 256
+
+    def discover(self, path: str) -> Found | str:
+        found = super().discover(path)
+        if isinstance(found, str):
+            return found
+        from reward_service.sandbox import preload
+
+        try:
+            library = preload.ensure(BUILD_PATH)
+        except OSError as e:
+            return f"racket needs the sandbox's preloaded library, not built: {e}"
+        reads = [*found.reads, os.path.dirname(library)]
+        return Found({**found.tools, "preload": library}, reads)
+
+    def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
+        command = super().launch(found, build_dir, source_name, memory_mb)
+        env = {"LD_PRELOAD": found.tools["preload"], "SANDBOX_SELF_EXE": found.tools["racket"]}
+        return Command(command.executable, command.argv, command.env | env)
+
+
 _R_SCRIPT_DIRS = ("R_HOME_DIR", "R_SHARE_DIR", "R_INCLUDE_DIR", "R_DOC_DIR")
 R_PROFILE = ".sandbox-Rprofile.R"
 """R's site profile in a run's directory (`R_PROFILE`): `_R_SITE`."""
@@ -689,6 +1120,7 @@ TOOLCHAINS: dict[str, Toolchain] = {
     for toolchain in (
         *(Cpp(), Java(), Go(), JavaScript(), Rust()),
         *(C(), Ruby(), Php(), Perl(), Lua(), TypeScript(), R(), Verilog()),
+        *(CSharp(), Kotlin(), KotlinScript(), Scala(), D(), DUnittest(), Racket()),
     )
 }
 """Language (a runner's name, `Program.language`) -> its toolchain."""

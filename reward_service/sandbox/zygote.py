@@ -814,10 +814,10 @@ def _outcome(
 
 def _read_paths(toolchains: list[str]) -> list[str]:
     """What a run may read: the system's libraries, a few /etc files, devices, Python's own,
-    the toolchains' directories outside the system's."""
+    the toolchains' directories and files outside the system's (LDC's `/etc/ldc2.conf`)."""
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     python.update(p for p in sys.path if p and os.path.isdir(p))
-    python.update(p for p in toolchains if os.path.isdir(p))
+    python.update(p for p in toolchains if os.path.isdir(p) or os.path.isfile(p))
     paths = [*namespaces.SYSTEM_DIRS, *namespaces.ETC_FILES, *namespaces.DEVICES]
     return paths + sorted(os.path.abspath(p) for p in python)
 

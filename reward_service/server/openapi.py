@@ -362,7 +362,8 @@ RUN_CODE: dict[str, Any] = {
                         "type": "string",
                         "description": "`python` (`python3`), `cpp`, `c`, `java`, `go`, "
                         "`nodejs` (`javascript`), `typescript` (`ts`), `rust`, `ruby`, `php`, "
-                        "`perl`, `lua`, `R` or `verilog`.",
+                        "`perl`, `lua`, `R`, `verilog`, `scala`, `kotlin_script`, `kotlin`, "
+                        "`csharp`, `D_ut`, `d` or `racket`.",
                     },
                     "stdin": {"type": ["string", "null"]},
                     "compile_timeout": {"type": "number", "default": 10},

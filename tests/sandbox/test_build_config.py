@@ -140,6 +140,65 @@ def test_iverilog_takes_no_helper_and_no_module_from_the_files(sandbox: ZygoteSa
     assert printed(sandbox, "verilog", source, files) == "plain\n"
 
 
+@pytest.mark.parametrize(
+    ("language", "source"),
+    [
+        pytest.param(
+            "scala",
+            'object Main extends App { println("plain") }\n',
+            marks=[needs("scala"), pytest.mark.slow],
+        ),
+        pytest.param(
+            "kotlin", 'fun main() { println("plain") }\n', marks=[needs("kotlin"), pytest.mark.slow]
+        ),
+        pytest.param(
+            "kotlin_script", 'println("plain")\n', marks=[needs("kotlin_script"), pytest.mark.slow]
+        ),
+    ],
+)
+def test_the_jvm_compilers_read_no_options_and_no_launcher_from_the_files(
+    sandbox: ZygoteSandbox, language: str, source: str
+) -> None:
+    """`.hotspotrc` and `@`-files of options are not read by scalac's or kotlinc's JVM, and a
+    Kotlin file named as the sandbox's own script launcher does not replace it."""
+    options = "-XX:+PrintVMOptions\n-Dconfigured=1\n"
+    files = {".hotspotrc": "+PrintVMOptions\n", "@argfile": options, ".java/options": options}
+    files |= {"SandboxScript.kt": 'fun main(args: Array<String>) { println("configured") }\n'}
+    assert printed(sandbox, language, source, files) == "plain\n"
+
+
+@needs("csharp")
+def test_mono_takes_no_assembly_config_and_no_listener_from_the_files(
+    sandbox: ZygoteSandbox,
+) -> None:
+    """A `main.exe.config` and a C# file named as the sandbox's own trace listener among the
+    files change nothing (the sandbox's are laid out first), nor does Mono's `config` in
+    the build's home: a trace line goes to stderr through the sandbox's listener."""
+    source = 'class P { static void Main() { System.Diagnostics.Trace.WriteLine("trace");\n'
+    source += '    System.Console.WriteLine("plain"); } }\n'
+    listener = "namespace RewardServiceSandbox { public sealed class FailingAssertListener :"
+    listener += " System.Diagnostics.TraceListener { public override void Write(string m) {"
+    listener += ' System.Console.WriteLine("configured"); } public override void WriteLine('
+    listener += 'string m) { System.Console.WriteLine("configured"); } } }\n'
+    config = '<configuration><system.diagnostics><trace><listeners><add name="c" type="'
+    config += 'RewardServiceSandbox.FailingAssertListener, main" /></listeners></trace>'
+    config += "</system.diagnostics></configuration>\n"
+    files = {"SandboxAsserts.cs": listener, "main.exe.config": config, ".mono/config": config}
+    assert printed(sandbox, "csharp", source, files) == "plain\n"
+
+
+@needs("d")
+def test_ldc_reads_no_configuration_from_the_files(sandbox: ZygoteSandbox) -> None:
+    """An `ldc2.conf` among the files (in the working directory, where LDC looks first, and
+    as `~/.ldc/ldc2.conf`) adding a version switch changes nothing: the build names
+    Debian's configuration."""
+    source = "import std.stdio;\nvoid main() {\n"
+    source += '    version (Configured) writeln("configured"); else writeln("plain");\n}\n'
+    config = 'default:\n{\n    switches = ["-d-version=Configured"];\n};\n'
+    files = {"ldc2.conf": config, ".ldc/ldc2.conf": config}
+    assert printed(sandbox, "d", source, files) == "plain\n"
+
+
 def test_python_runs_no_site_or_user_customization_from_the_files(
     sandbox: ZygoteSandbox,
 ) -> None:
@@ -158,6 +217,7 @@ def test_every_compiled_language_has_a_configuration_test() -> None:
     the program's confinement: a file it takes for configuration gains nothing the
     program's own code has not.)"""
     tested = {"go", "cpp", "rust", "java", "javascript", "c", "typescript", "verilog"}
+    tested |= {"scala", "kotlin", "kotlin_script", "csharp", "d", "D_ut"}  # D_ut is d's build
     assert {name for name, toolchain in TOOLCHAINS.items() if toolchain.builds} <= tested
 
 

@@ -6,11 +6,11 @@ layers a pod or an older kernel takes away), one confined run of
 --fork --mount-proc`) attacks the sandbox with every program of
 `hostile_programs.PROGRAMS`, built by the sandbox's g++ the C++ ones of
 `hostile_native.NATIVE`, and one program in each other language found here
-(`hostile_scripts.SCRIPTS`: C, Ruby, PHP, Perl, Lua, TypeScript, R); the tests below read
-its report; the profiles' runs go two at a time from the module's start
-(`tests.sandbox.harness.campaigns`). Nothing hostile runs unless the confinement probe
-passed first. A program that took its runner down (a hole) is retried in a fresh
-confined run with the programs left.
+(`hostile_scripts.SCRIPTS`: C, Ruby, PHP, Perl, Lua, TypeScript, R, Verilog, Scala, Kotlin,
+C#, D, Racket); the tests below read its report; the profiles' runs go two at a time from
+the module's start (`tests.sandbox.harness.campaigns`). Nothing hostile runs unless the
+confinement probe passed first. A program that took its runner down (a hole) is retried
+in a fresh confined run with the programs left.
 `python -m tests.sandbox.harness.summary DIR` tables a run's reports by program and profile.
 """
 

@@ -5,9 +5,9 @@ first non-blank characters are three or more backticks; the block ends at a
 line holding only a fence at least as long. The info string's first word
 names the language (`python`, `py`, `python3`, or none for Python; `cpp`,
 `c++`, `c`, `java`, `go`, `js`, `javascript`, `ts`, `rust`, `ruby`, `php`,
-`perl`, `lua`, `r`, `verilog` and their like); the last closed block in a known language is the
-program, so an answer that ends with a block of sample output
-(```` ```text ````) still grades its code.
+`perl`, `lua`, `r`, `verilog`, `scala`, `kotlin`, `csharp`, `d`, `racket` and their like); the last
+closed block in a known language is the program, so an answer that ends with a block of sample
+output (```` ```text ````) still grades its code.
 An unclosed block (a truncated answer) is not a program.
 
 The scan reads each line once, with no regular expression: linear in the
@@ -49,6 +49,17 @@ LANGUAGES: dict[str, str] = {
     "r": "R",
     "verilog": "verilog",
     "systemverilog": "verilog",
+    "scala": "scala",
+    "kotlin": "kotlin",
+    "kt": "kotlin",
+    "kts": "kotlin_script",
+    "csharp": "csharp",
+    "cs": "csharp",
+    "c#": "csharp",
+    "d": "d",
+    "dlang": "d",
+    "racket": "racket",
+    "rkt": "racket",
 }
 """A fence's info word (lower case) -> the sandbox runner that runs its program."""
 

@@ -40,9 +40,17 @@ RUNNERS = {
     "R": "R",
     "r": "R",
     "verilog": "verilog",
+    "scala": "scala",
+    "kotlin_script": "kotlin_script",
+    "kotlin": "kotlin",
+    "csharp": "csharp",
+    "D_ut": "D_ut",
+    "d": "d",
+    "racket": "racket",
 }
 """SandboxFusion's language names (and ROLL's fence tags) -> the sandbox's runner names; `c`
-is the service's own (SandboxFusion has no C runner)."""
+`kotlin` (a program with its `main`, beside SandboxFusion's `kotlin_script`) and `d` (D
+built without `-unittest`, beside `D_ut`) are the service's own."""
 DEFAULT_TIMEOUT_S = 10.0
 """SandboxFusion's `run_timeout` and `compile_timeout` when a request names none."""
 MAX_PATH_CHARS = 255

@@ -52,7 +52,8 @@ class CodeSettings(ScorerSettings):
     languages: frozenset[str] = Field(
         frozenset(TOOLCHAINS),
         description="languages graded besides Python, JSON list (of cpp, java, go, javascript, "
-        "rust, c, ruby, php, perl, lua, typescript, R, verilog); python always",
+        "rust, c, ruby, php, perl, lua, typescript, R, verilog, csharp, kotlin, kotlin_script, "
+        "scala, d, D_ut, racket); python always",
     )
     toolchain_path: str = Field(
         DEFAULT_TOOLCHAIN_PATH, description="PATH the compilers and runtimes are looked up in"

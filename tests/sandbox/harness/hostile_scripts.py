@@ -1,4 +1,5 @@
-"""The hostile families in C and the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript, R).
+"""The hostile families in C, the languages run as scripts (Ruby, PHP, Perl, Lua, TypeScript,
+R, Racket), Verilog, the JVM's Scala and Kotlin, C# on Mono, and D.
 
 One combined program per language, short so that each confined campaign
 pays a runtime's start once per language: it tries every way its language
@@ -15,7 +16,9 @@ has. The targets of one run come first as the language's constants.
 
 from __future__ import annotations
 
+import json
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tests.sandbox.harness.hostile_native import cpp_prelude
@@ -27,14 +30,15 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def _constants(target: Target) -> dict[str, str]:
-    """Each target as a literal: the ports as numbers, the paths outside the run as a list."""
-    outside = ", ".join(_quoted(path) for path in target.outside_paths())
+def _constants(target: Target, quoted: Callable[[str], str] = _quoted) -> dict[str, str]:
+    """Each target as a literal: the ports as numbers, the paths outside the run as a list
+    (items separated by `, `; Racket's list takes spaces)."""
+    outside = ", ".join(quoted(path) for path in target.outside_paths())
     return {
         "SERVICE_PORT": str(target.service_port),
         "TCP_PORT": str(target.tcp_port),
         "UDP_PORT": str(target.udp_port),
-        "RUN_ID": _quoted(target.run_id),
+        "RUN_ID": quoted(target.run_id),
         "OUTSIDE": outside,
     }
 
@@ -46,9 +50,11 @@ _PRELUDES = {
     "php": "define('{name}', {value});\n",
     "perl": "use constant {name} => {value};\n",
     "lua": "local {name} = {value}\n",
+    "racket": "(define {name} {value})\n",
 }
 _LISTS = {"typescript": "[{}]", "ruby": "[{}]", "php": "[{}]", "perl": "({})", "lua": "{{{}}}"}
 _LISTS["R"] = "c({})"
+_LISTS["racket"] = "(list {})"
 
 
 @dataclass(frozen=True)
@@ -56,10 +62,12 @@ class ScriptHostile(Hostile):
     """A hostile program in an interpreted language: its constants first, then its body."""
 
     def source(self, target: Target) -> str:
-        constants = _constants(target)
-        constants["OUTSIDE"] = _LISTS[self.language].format(constants["OUTSIDE"])
+        racket = self.language == "racket"  # its strings are JSON's, its lists unseparated
+        constants = _constants(target, json.dumps if racket else _quoted)
+        outside = constants["OUTSIDE"].replace('", "', '" "') if racket else constants["OUTSIDE"]
+        constants["OUTSIDE"] = _LISTS[self.language].format(outside)
         lines = [_PRELUDES[self.language].format(name=k, value=v) for k, v in constants.items()]
-        opening = "<?php\n" if self.language == "php" else ""
+        opening = {"php": "<?php\n", "racket": "#lang racket\n"}.get(self.language, "")
         return opening + "".join(lines) + textwrap.dedent(self.body)
 
 
@@ -375,6 +383,335 @@ VERILOG = VerilogHostile(
     frozenset({OK, ERR}),
 )
 
-SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG)
+_JVM_CONSTANTS = {
+    "scala": ("  val {name} = {value}\n", "Seq({})"),
+    "kotlin_script": ("val {name} = {value}\n", "listOf({})"),
+}
+
+
+@dataclass(frozen=True)
+class JvmHostile(Hostile):
+    """A hostile program in a language the JVM runs (Scala, a Kotlin script): its targets as
+    the language's values (JSON strings are Scala's and Kotlin's string literals here, with
+    `$` escaped for Kotlin's templates), where the body says `// CONSTANTS`."""
+
+    def source(self, target: Target) -> str:
+        line, listed = _JVM_CONSTANTS[self.language]
+        texts = [*target.outside_paths(), target.run_id]
+        quoted = [json.dumps(text).replace("$", "\\$") for text in texts]
+        values = {
+            "SERVICE_PORT": str(target.service_port),
+            "TCP_PORT": str(target.tcp_port),
+            "UDP_PORT": str(target.udp_port),
+            "RUN_ID": quoted[-1],
+            "OUTSIDE": listed.format(", ".join(quoted[:-1])),
+        }
+        constants = "".join(line.format(name=k, value=v) for k, v in values.items())
+        return textwrap.dedent(self.body).replace("// CONSTANTS\n", constants)
+
+
+SCALA = JvmHostile(
+    "scala_escape",
+    "Scala (JVM): ProcessBuilder and Runtime.exec of a shell, kill of its parent, PID 1 and "
+    "every process, TCP, UDP, files outside its directory",
+    """\
+    object Escape {
+    // CONSTANTS
+      def hit(what: String): Unit = println("ACHIEVED " + what)
+      def attempt(what: String)(step: => Unit): Unit =
+        try step catch { case e: Throwable => println(what + ": " + e) }
+      def main(args: Array[String]): Unit = {
+        println("CWD=" + System.getProperty("user.dir"))
+        attempt("ProcessBuilder") {
+          val say = "echo ACHIEVED ProcessBuilder ran a shell"
+          new ProcessBuilder("/bin/sh", "-c", say).inheritIO().start().waitFor()
+        }
+        attempt("Runtime.exec") {
+          if (Runtime.getRuntime.exec(Array("/bin/sh", "-c", "true")).waitFor() == 0) hit("exec")
+        }
+        val me = ProcessHandle.current
+        var targets = Seq(me.parent, ProcessHandle.of(1L)).filter(_.isPresent).map(_.get)
+        attempt("every process") {
+          val all = ProcessHandle.allProcesses.iterator
+          while (all.hasNext) { val p = all.next; if (p.pid != me.pid) targets :+= p }
+        }
+        for (p <- targets) attempt("kill " + p.pid) {
+          if (p.destroyForcibly()) hit("signal to " + p.pid)
+        }
+        for (port <- Seq(SERVICE_PORT, TCP_PORT)) attempt("tcp " + port) {
+          new java.net.Socket("127.0.0.1", port).close(); hit("connected to " + port)
+        }
+        attempt("udp") {
+          val to = java.net.InetAddress.getByName("127.0.0.1")
+          val packet = new java.net.DatagramPacket(Array[Byte](120), 1, to, UDP_PORT)
+          new java.net.DatagramSocket().send(packet)
+          hit("sent a datagram")
+        }
+        for (path <- OUTSIDE :+ ("../" + RUN_ID)) attempt("write " + path) {
+          java.nio.file.Files.write(java.nio.file.Paths.get(path), "x".getBytes)
+          hit("wrote " + path)
+        }
+      }
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=5.0,  # a JVM's start, and its ProcessBuilder's, on a loaded machine
+    language="scala",
+)
+
+KOTLIN = JvmHostile(
+    "kotlin_escape",
+    "Kotlin script (JVM): ProcessBuilder and Runtime.exec of a shell, kill of its parent, "
+    "PID 1 and every process, TCP, UDP, files outside its directory",
+    """\
+    // CONSTANTS
+    fun hit(what: String) = println("ACHIEVED " + what)
+    fun attempt(what: String, step: () -> Unit) {
+        try { step() } catch (e: Throwable) { println(what + ": " + e) }
+    }
+    println("CWD=" + System.getProperty("user.dir"))
+    attempt("ProcessBuilder") {
+        val shell = ProcessBuilder("/bin/sh", "-c", "echo ACHIEVED ProcessBuilder ran a shell")
+        shell.inheritIO().start().waitFor()
+    }
+    attempt("Runtime.exec") {
+        if (Runtime.getRuntime().exec(arrayOf("/bin/sh", "-c", "true")).waitFor() == 0) hit("exec")
+    }
+    val me = ProcessHandle.current()
+    val targets = mutableListOf(me.parent().orElse(null), ProcessHandle.of(1L).orElse(null))
+    attempt("every process") {
+        targets += ProcessHandle.allProcesses().iterator().asSequence().filter { it != me }
+    }
+    for (p in targets.filterNotNull()) attempt("kill " + p.pid()) {
+        if (p.destroyForcibly()) hit("signal to " + p.pid())
+    }
+    for (port in listOf(SERVICE_PORT, TCP_PORT)) attempt("tcp " + port) {
+        java.net.Socket("127.0.0.1", port).close(); hit("connected to " + port)
+    }
+    attempt("udp") {
+        val to = java.net.InetAddress.getByName("127.0.0.1")
+        java.net.DatagramSocket().send(java.net.DatagramPacket(byteArrayOf(120), 1, to, UDP_PORT))
+        hit("sent a datagram")
+    }
+    for (path in OUTSIDE + ("../" + RUN_ID)) attempt("write " + path) {
+        java.io.File(path).writeText("x"); hit("wrote " + path)
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=5.0,
+    language="kotlin_script",
+)
+
+
+@dataclass(frozen=True)
+class CSharpHostile(Hostile):
+    """A hostile program in C#: its targets as static fields where the body says
+    `// CONSTANTS` (JSON strings are C#'s string literals here)."""
+
+    language: str = "csharp"
+
+    def source(self, target: Target) -> str:
+        outside = ", ".join(json.dumps(path) for path in target.outside_paths())
+        constants = (
+            f"    const int SERVICE_PORT = {target.service_port}, TCP_PORT = {target.tcp_port};\n"
+            f"    const int UDP_PORT = {target.udp_port};\n"
+            f"    const string RUN_ID = {json.dumps(target.run_id)};\n"
+            f"    static readonly string[] OUTSIDE = {{ {outside} }};\n"
+        )
+        return textwrap.dedent(self.body).replace("    // CONSTANTS\n", constants)
+
+
+CSHARP = CSharpHostile(
+    "csharp_escape",
+    "C# (Mono): Process.Start of a shell, fork, execve and kill(-1) through P/Invoke, "
+    "Process.Kill of its parent and PID 1, TCP, UDP, files outside its directory",
+    """\
+    using System;
+    using System.Diagnostics;
+    using System.IO;
+    using System.Net.Sockets;
+    using System.Runtime.InteropServices;
+
+    class Escape {
+        // CONSTANTS
+        [DllImport("libc", SetLastError = true)] static extern int fork();
+        [DllImport("libc", SetLastError = true)] static extern int kill(int pid, int signal);
+        [DllImport("libc", SetLastError = true)] static extern int getppid();
+        [DllImport("libc", SetLastError = true)] static extern void _exit(int status);
+        [DllImport("libc", SetLastError = true)]
+        static extern int execve(string path, string[] argv, string[] envp);
+
+        static void Hit(string what) { Console.WriteLine("ACHIEVED " + what); }
+        static void Attempt(string what, Action step) {
+            try { step(); } catch (Exception e) { Console.WriteLine(what + ": " + e.GetType()); }
+        }
+
+        static void Main() {
+            Console.WriteLine("CWD=" + Directory.GetCurrentDirectory());
+            Attempt("Process.Start", () => {
+                var shell = new ProcessStartInfo("/bin/sh", "-c 'echo ACHIEVED Process.Start'");
+                shell.UseShellExecute = false;
+                Process.Start(shell).WaitForExit();
+            });
+            Attempt("fork", () => {
+                int pid = fork();
+                if (pid == 0) _exit(0);
+                if (pid > 0) Hit("forked " + pid);
+            });
+            Attempt("kill", () => {
+                foreach (int pid in new[] { -1, getppid(), 1 })
+                    if (kill(pid, 9) == 0) Hit("signal to " + pid);
+            });
+            Attempt("Process.Kill", () => {
+                Process.GetProcessById(1).Kill();
+                Hit("Process.Kill of PID 1");
+            });
+            // Socket, not TcpClient: Mono's TcpClient swallows a socket it could not make
+            var inet = AddressFamily.InterNetwork;
+            foreach (int port in new[] { SERVICE_PORT, TCP_PORT }) Attempt("tcp " + port, () => {
+                var tcp = new Socket(inet, SocketType.Stream, ProtocolType.Tcp);
+                tcp.Connect("127.0.0.1", port);
+                if (tcp.Connected) Hit("connected to " + port);
+            });
+            Attempt("udp", () => {
+                var udp = new Socket(inet, SocketType.Dgram, ProtocolType.Udp);
+                var to = new System.Net.IPEndPoint(System.Net.IPAddress.Loopback, UDP_PORT);
+                if (udp.SendTo(new byte[] { 120 }, to) == 1) Hit("sent a datagram");
+            });
+            foreach (string path in OUTSIDE) Attempt("write " + path, () => {
+                File.WriteAllText(path, "x");
+                Hit("wrote " + path);
+            });
+            Attempt("write ../", () => {
+                File.WriteAllText("../" + RUN_ID, "x");
+                Hit("wrote ../" + RUN_ID);
+            });
+            Console.Out.Flush();
+            string[] argv = { "/bin/sh", "-c", "echo ACHIEVED execve ran a shell", null };
+            execve("/bin/sh", argv, new string[] { null });
+            Console.WriteLine("execve refused: " + Marshal.GetLastWin32Error());
+        }
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=5.0,  # Mono's start and its Process machinery on a loaded machine
+)
+
+
+@dataclass(frozen=True)
+class DHostile(Hostile):
+    """A hostile program in D: its targets as module constants where the body says
+    `// CONSTANTS` (JSON strings are D's string literals here)."""
+
+    language: str = "d"
+
+    def source(self, target: Target) -> str:
+        outside = ", ".join(json.dumps(path) for path in target.outside_paths())
+        constants = (
+            f"enum ushort SERVICE_PORT = {target.service_port}, TCP_PORT = {target.tcp_port};\n"
+            f"enum ushort UDP_PORT = {target.udp_port};\n"
+            f"enum RUN_ID = {json.dumps(target.run_id)};\n"
+            f"immutable string[] OUTSIDE = [{outside}];\n"
+        )
+        return textwrap.dedent(self.body).replace("// CONSTANTS\n", constants)
+
+
+D = DHostile(
+    "d_escape",
+    "D (ldc2, druntime preloaded with the sandbox's library): fork, execv of a shell, "
+    "kill(-1), its parent and PID 1, TCP, UDP, files outside its directory, a GC run",
+    """\
+    import core.memory : GC;
+    import core.stdc.stdlib : exit;
+    import core.sys.posix.netinet.in_;
+    import core.sys.posix.signal : SIGKILL, kill;
+    import core.sys.posix.sys.socket;
+    import core.sys.posix.unistd : _exit, execv, fork, getppid;
+    import std.file : getcwd, write;
+    import std.stdio : stdout, writeln;
+    import std.string : toStringz;
+    // CONSTANTS
+    void hit(string what) { writeln("ACHIEVED ", what); stdout.flush(); }
+    void main() {
+        writeln("CWD=", getcwd());
+        stdout.flush();
+        int[][] garbage;
+        foreach (i; 0 .. 2000) garbage ~= new int[1000];
+        GC.collect();  // the collector scans the main thread's stack: the preload's answer
+        auto pid = fork();
+        if (pid == 0) _exit(0);
+        if (pid > 0) hit("forked");
+        foreach (target; [-1, getppid(), 1]) if (kill(target, SIGKILL) == 0) hit("signal");
+        foreach (port; [SERVICE_PORT, TCP_PORT]) {
+            sockaddr_in to;
+            to.sin_family = AF_INET;
+            to.sin_port = htons(port);
+            to.sin_addr.s_addr = htonl(0x7f000001);
+            auto fd = socket(AF_INET, SOCK_STREAM, 0);
+            if (fd >= 0 && connect(fd, cast(sockaddr*)&to, to.sizeof) == 0) hit("connected");
+            auto udp = socket(AF_INET, SOCK_DGRAM, 0);
+            to.sin_port = htons(UDP_PORT);
+            if (udp >= 0 && sendto(udp, "x".ptr, 1, 0, cast(sockaddr*)&to, to.sizeof) == 1)
+                hit("sent a datagram");
+        }
+        foreach (path; OUTSIDE ~ ("../" ~ RUN_ID)) {
+            try { write(path, "x"); hit("wrote " ~ path); }
+            catch (Exception e) { writeln("write ", path, ": ", e.msg); }
+        }
+        const(char)*[4] argv = ["/bin/sh".toStringz, "-c".toStringz,
+                                "echo ACHIEVED execv ran a shell".toStringz, null];
+        execv(argv[0], argv.ptr);
+        writeln("execv refused");
+    }
+    """,
+    frozenset({OK, ERR}),
+    time_s=3.0,
+)
+
+RACKET = ScriptHostile(
+    "racket_escape",
+    "Racket: system and process (a shell), fork, kill(-1), its parent and PID 1 and execv "
+    "through the FFI, TCP, UDP, files outside its directory",
+    """\
+    (require racket/system ffi/unsafe racket/udp)
+    (define (hit what) (printf "ACHIEVED ~a\\n" what) (flush-output))
+    (define-syntax-rule (attempt what body ...)
+      (with-handlers ([(lambda (e) #t)
+                       (lambda (e) (printf "~a: ~a\\n" what (if (exn? e) (exn-message e) e)))])
+        body ...))
+    (printf "CWD=~a\\n" (path->string (current-directory)))
+    (attempt "system" (when (system "echo ACHIEVED system ran a shell") (hit "system")))
+    (attempt "process" (let ([p (process "echo ACHIEVED process ran a shell")])
+                         (display (read-line (car p)))))
+    (define libc-fork (get-ffi-obj "fork" #f (_fun -> _int)))
+    (define libc-exit (get-ffi-obj "_exit" #f (_fun _int -> _void)))
+    (define libc-kill (get-ffi-obj "kill" #f (_fun _int _int -> _int)))
+    (define libc-getppid (get-ffi-obj "getppid" #f (_fun -> _int)))
+    (attempt "fork" (let ([pid (libc-fork)])
+                      (when (= pid 0) (libc-exit 0))
+                      (when (> pid 0) (hit (format "forked ~a" pid)))))
+    (for ([pid (list -1 (libc-getppid) 1)])
+      (attempt "kill" (when (= 0 (libc-kill pid 9)) (hit (format "signal to ~a" pid)))))
+    (for ([port (list SERVICE_PORT TCP_PORT)])
+      (attempt (format "tcp ~a" port)
+               (let-values ([(in out) (tcp-connect "127.0.0.1" port)])
+                 (hit (format "connected to ~a" port)))))
+    (attempt "udp" (udp-send-to (udp-open-socket) "127.0.0.1" UDP_PORT #"x")
+                   (hit "sent a datagram"))
+    (for ([path (append OUTSIDE (list (string-append "../" RUN_ID)))])
+      (attempt (format "write ~a" path)
+               (with-output-to-file path (lambda () (display "x")))
+               (hit (format "wrote ~a" path))))
+    (define libc-execv (get-ffi-obj "execv" #f (_fun _string (_list i _string) -> _int)))
+    (attempt "execv" (libc-execv "/bin/sh" (list "/bin/sh" "-c" "echo ACHIEVED execv" #f)))
+    """,
+    frozenset({OK, ERR}),
+    time_s=8.0,  # Racket's start loads its libraries: seconds on a loaded machine
+    language="racket",
+)
+
+SCRIPTS: tuple[Hostile, ...] = (C, RUBY, PHP, PERL, LUA, TYPESCRIPT, R, VERILOG, SCALA, KOTLIN)
+SCRIPTS += (CSHARP, D, RACKET)
 """One hostile program per language beyond Python and C++, in the order the campaigns run them
-(TypeScript's runs are Node's: it stands for JavaScript too)."""
+(TypeScript's runs are Node's: it stands for JavaScript too; Kotlin's script stands for a
+Kotlin program, built and run the same way but for its launcher)."""

@@ -182,8 +182,9 @@ class Harness:
         second run on the same stdin only if the first ended ok."""
         stdins = [stdin, stdin] if templated else [stdin]
         try:
+            # a JVM compiler's build (scalac, kotlinc) takes 5-20 s on a loaded machine
             outcomes = self.sandbox.execute(
-                Program(language, source), stdins, limits, limits.time_s * 2 + 20
+                Program(language, source), stdins, limits, limits.time_s * 2 + 60, build_time_s=40
             ).outcomes()
         except Exception as exc:  # the interface promises never to raise for a program
             return f"Sandbox.run raised {type(exc).__name__}: {exc}"

@@ -9,6 +9,7 @@ that program and one that does not compile.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,16 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.sandbox.toolchains import Found, discover
+from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover
 from reward_service.scorers.base import GradingLimits, Status
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.scorers.code.settings import CodeSettings, check_sandbox
 
-SETTINGS = CodeSettings()
+SETTINGS = CodeSettings(build_time_s=30)
+"""A build's 30 s: Scala's and Kotlin's compilers (3-4 s of CPU each on a quiet machine) pass
+the default 10 s on a loaded one; the limit itself is tested with C++ (`test_run_code`)."""
 FOUND = discover(SETTINGS.toolchain_path)
 FENCES = {"cpp": "cpp", "java": "java", "go": "go", "javascript": "js", "rust": "rust", "c": "c"}
 FENCES |= {"ruby": "ruby", "php": "php", "perl": "perl", "lua": "lua", "typescript": "ts", "R": "r"}
-FENCES |= {"verilog": "verilog"}
+FENCES |= {"verilog": "verilog", "scala": "scala", "kotlin": "kotlin", "csharp": "csharp"}
+FENCES |= {"d": "d", "racket": "racket"}
 PROGRAMS = {
     "cpp": """\
 #include <iostream>
@@ -171,6 +175,57 @@ module tb;
   end
 endmodule
 """,
+    "scala": """\
+object Sums {
+  def main(args: Array[String]): Unit = {
+    val Array(m, a, b) = scala.io.StdIn.readLine().trim.split("\\\\s+").map(_.toLong)
+    if (m == 1) { var k = 0L; while (k >= 0) k += 1 - (k >> 62) }
+    val held = new java.util.ArrayList[Array[Long]]
+    while (m == 2) held.add(new Array[Long](1 << 17))
+    println(a + b)
+  }
+}
+""",
+    "kotlin": """\
+fun main() {
+    val (m, a, b) = readLine()!!.trim().split(Regex("\\\\s+")).map { it.toLong() }
+    if (m == 1L) { var k = 0L; while (k >= 0) k += 1 - (k shr 62) }
+    if (m == 2L) { val held = ArrayList<LongArray>(); while (true) held.add(LongArray(1 shl 17)) }
+    println(a + b)
+}
+""",
+    "csharp": """\
+using System;
+using System.Collections.Generic;
+using System.Linq;
+class Sums {
+    static void Main() {
+        var v = Console.In.ReadToEnd().Split().Where(w => w != "").Select(long.Parse).ToList();
+        long k = 0;
+        while (v[0] == 1 && k >= 0) k += 1 - (k >> 62);
+        var held = new List<long[]>();
+        while (v[0] == 2) held.Add(new long[1 << 17]);
+        Console.WriteLine(v[1] + v[2]);
+    }
+}
+""",
+    "d": """\
+import std.stdio, std.conv, std.string, std.array, std.algorithm;
+void main() {
+    auto v = readln().split.map!(to!long).array;
+    for (long k = 0; v[0] == 1 && k >= 0; k += 1 - (k >> 62)) {}
+    long[][] held;
+    while (v[0] == 2) held ~= new long[1 << 17];
+    writeln(v[1] + v[2]);
+}
+""",
+    "racket": """\
+#lang racket
+(define v (map string->number (string-split (read-line))))
+(when (= (first v) 1) (let loop ([k 0]) (loop (add1 k))))
+(when (= (first v) 2) (let loop ([held '()]) (loop (cons (make-vector 131072 1) held))))
+(displayln (+ (second v) (third v)))
+""",
 }
 BROKEN = {
     "cpp": "int main() { return undeclared; }\n",
@@ -186,15 +241,22 @@ BROKEN = {
     "typescript": "const x: number = ;\n",
     "R": "x <- \n",
     "verilog": "module tb; initial begin $display( end endmodule\n",
+    "scala": "object Main { def main(a: Array[String]): Unit = { val x: Int = } }\n",
+    "kotlin": "fun main() { val x: Int = }\n",
+    "csharp": "class P { static void Main() { int x = ; } }\n",
+    "d": "void main() { int x = ; }\n",
+    "racket": "#lang racket\n(define x\n",
 }
-SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R"}
+SYNTAX_AT_RUN = {"javascript", "ruby", "php", "perl", "lua", "typescript", "R", "racket"}
 """Languages whose syntax error is the first run's failure, as SandboxFusion runs them:
 no build (the runtime reads the file), or TypeScript's transpile, which turns a file
 with a syntax error into one that says so and exits 1 (`tsx` fails at run time)."""
 OWN_FAILURE = {("c", "hog"): "runtime_error"}
 """Where a case ends otherwise: C's `malloc` answers NULL at the address-space limit, and a
 C program's own exit is its failure (no runtime says `out of memory` for it)."""
-SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"]}
+SUMS = {"inputs": ["0 1 2\n", "0 3 4\n"], "outputs": ["3\n", "7\n"], "time_limit_s": 10}
+"""Two tests; 10 s each, as a JVM's or Racket's start took 2-5 s of wall time on a loaded
+machine (a correct answer ends at once: the limit costs nothing)."""
 CASES = {
     "correct": (SUMS, 1.0, Status.OK, None),
     "wrong": ({**SUMS, "outputs": ["3\n", "8\n"]}, 0.0, Status.WRONG, "wrong_output"),
@@ -213,10 +275,15 @@ CASES = {
 }
 
 
+JVM_COMPILED = {"scala", "kotlin", "kotlin_script"}
+"""Languages whose compiler is a JVM program: 2-3 s of CPU a build, so their builds are `slow`."""
+
+
 def _language(name: str) -> object:
     found = FOUND[name]
     reason = f"{name}: {found}" if isinstance(found, str) else ""
-    return pytest.param(name, marks=pytest.mark.needs_tool(reason))
+    slow = [pytest.mark.slow] if name in JVM_COMPILED else []
+    return pytest.param(name, marks=[pytest.mark.needs_tool(reason), *slow])
 
 
 LANGUAGES = [_language(name) for name in PROGRAMS]
@@ -285,12 +352,17 @@ from reward_service.scorers.base import GradingLimits
 from reward_service.scorers.code.settings import CodeSettings
 from reward_service.scorers.code.scorer import CodeScorer
 from tests.scorers.code.test_languages import FOUND, PROGRAMS, SUMS, _fenced
-scorer = CodeScorer(GradingLimits(deadlines={"code": 40.0}), CodeSettings(pch_dir=""))
-graded = {"layers": list(scorer.sandbox.layers)}
+scorer = CodeScorer(
+    GradingLimits(deadlines={"code": 40.0}), CodeSettings(pch_dir="", build_time_s=30)
+)
+graded = {"layers": list(scorer.sandbox.layers), "why": {}}
 for language in (name for name in PROGRAMS if not isinstance(FOUND[name], str)):
-    graded[language] = scorer.score("p", _fenced(language, PROGRAMS[language]), SUMS, {}).reward
+    score = scorer.score("p", _fenced(language, PROGRAMS[language]), SUMS, {})
+    graded[language] = score.reward
+    if score.reward != 1.0:
+        graded["why"][language] = score.details
 scorer.close()
-print(json.dumps(graded))
+print(json.dumps(graded, default=str))
 """
 
 
@@ -310,8 +382,9 @@ def test_every_language_grades_on_a_non_root_platform(platform: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     graded = json.loads(done.stdout.splitlines()[-1])
     assert "landlock" in graded.pop("layers")
+    why = graded.pop("why")
     found = {name for name in PROGRAMS if not isinstance(FOUND[name], str)}
-    assert graded == dict.fromkeys(found, 1.0)
+    assert graded == dict.fromkeys(found, 1.0), why
 
 
 def test_the_start_up_check_names_every_toolchain_found_with_its_version() -> None:
@@ -355,3 +428,29 @@ def test_the_cpp_standard_is_an_option(polyglot: CodeScorer) -> None:
     assert polyglot.score("p", answer, SUMS, {}).status is Status.COMPILE_ERROR
     refused = polyglot.score("p", answer, SUMS, {"standard": "c++99"})
     assert refused.status is Status.ERROR and "dialect" in refused.details["reason"]
+
+
+@pytest.mark.parametrize("language", [_language("scala"), _language("kotlin")])
+def test_a_jvm_compiler_maps_its_classes_from_the_archive_made_once(language: str) -> None:
+    """Scala's and Kotlin's builds map their compiler's classes from the archive the service
+    made when it first found the compiler (`JvmLanguage.class_archive`)."""
+    found = FOUND[language]
+    assert isinstance(found, Found)
+    archive = found.tools["class_archive"]
+    assert os.path.getsize(archive) > 1 << 20
+    command = TOOLCHAINS[language].build(found, "", "Main.scala", None)
+    assert f"-XX:SharedArchiveFile={archive}" in command.argv
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        (b"// a comment\nobject Sums extends App {}\nobject Later", "Sums.scala"),
+        (b"class Only { def main(a: Array[String]) = () }\n", "Main.scala"),
+        (b"val myobject Foo = 1\nobject Real {}\n", "Real.scala"),
+    ],
+)
+def test_scala_runs_the_first_object_of_its_source(source: bytes, name: str) -> None:
+    """Scala's file, and the class its run starts, is its source's first `object`, as
+    SandboxFusion's `scala <object>`; without one, `Main` (the run then fails)."""
+    assert TOOLCHAINS["scala"].source_name(memoryview(source)) == name

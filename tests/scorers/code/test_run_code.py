@@ -17,12 +17,12 @@ from reward_service.scorers.code.run_code import RunCodeScorer
 from reward_service.scorers.code.run_request import FileCaps
 from reward_service.scorers.code.settings import CodeSettings
 
-SETTINGS = CodeSettings(output_bytes=4096)
+SETTINGS = CodeSettings(output_bytes=4096, build_time_s=30)
+"""A build's cap 30 s: `compile_timeout` is held to it, and Scala's and Kotlin's compilers
+(2.5 s of CPU each) passed 10 s of wall time on a loaded machine."""
 CAPS = FileCaps(bytes=1024)
-FOUND = discover(
-    SETTINGS.toolchain_path,
-    ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R"],
-)
+LANGUAGES = ["cpp", "javascript", "java", "ruby", "php", "perl", "lua", "typescript", "R", "racket"]
+FOUND = discover(SETTINGS.toolchain_path, [*LANGUAGES, "scala", "kotlin_script", "csharp", "D_ut"])
 CPP = pytest.mark.needs_tool("" if isinstance(FOUND["cpp"], Found) else f"cpp: {FOUND['cpp']}")
 SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
 
@@ -298,6 +298,12 @@ SCRIPTS = {
         {"helper.R": "twice <- function(n) n * 2\n"},
         "x <- ",
     ),
+    "racket": (
+        '#lang racket\n(require "helper.rkt")\n(displayln (twice (string->number (read-line))))\n'
+        "(exit 3)\n",
+        {"helper.rkt": "#lang racket\n(provide twice)\n(define (twice n) (* n 2))\n"},
+        "#lang racket\n(define x\n",
+    ),
 }
 """Per language run as a script: a program using a module of its own among `files` (it prints
 twice its input and exits 3), and one with a syntax error."""
@@ -314,9 +320,9 @@ def _script(name: str) -> Any:
 def test_an_interpreted_language_runs_its_file_beside_its_modules(
     scorer: RunCodeScorer, language: str
 ) -> None:
-    """Ruby, PHP, Perl, Lua, TypeScript and R run as SandboxFusion runs them: no compile step
-    (TypeScript's transpile is not one: `tsx` has none), the program's modules (`files`)
-    found beside it, its exit status reported."""
+    """Ruby, PHP, Perl, Lua, TypeScript, R and Racket run as SandboxFusion runs them: no
+    compile step (TypeScript's transpile is not one: `tsx` has none), the program's modules
+    (`files`) found beside it, its exit status reported."""
     source, modules, _ = SCRIPTS[language]
     files = {path: _b64(text.encode()) for path, text in modules.items()}
     score = _score(scorer, source, language=language, stdin="21\n", files=files)
@@ -429,3 +435,65 @@ def test_missing_toolchain_is_an_error_naming_it() -> None:
         lonely.close()
     assert score.status is Status.ERROR
     assert score.details["reason"].startswith("cpp: ")
+
+
+ASSERTING = {
+    "scala": (
+        "object HelloWorld extends App {\n  println(scala.io.StdIn.readLine())\n"
+        "  assert((1l) == (0l))\n}\n",
+        "java.lang.AssertionError: assertion failed",
+        1,
+        True,
+    ),
+    "kotlin_script": (
+        'println(readLine())\nfun main() {\n    throw Exception("test case did not pass")\n}\n'
+        "main()\n",
+        "java.lang.Exception: test case did not pass",
+        1,
+        False,
+    ),
+    "csharp": (
+        "using System;\nusing System.Diagnostics;\npublic class Program {\n"
+        "    public static void Main(string[] args) {\n"
+        "        Console.WriteLine(Console.ReadLine());\n"
+        '        Debug.Assert(1 == 2, "Assertion failed");\n    }\n}\n',
+        "Process terminated. Assertion failed.",
+        134,
+        True,
+    ),
+    "D_ut": (
+        "import std.stdio;\nunittest {\n    write(readln());\n    assert(0 == 1);\n}\n"
+        'void main() { writeln("main runs only without unittests"); }\n',
+        "1/1 modules FAILED unittests",
+        1,
+        True,
+    ),
+}
+"""Per language the JVM or Mono runs: a program as SandboxFusion's tests write them (an
+`object` that `extends App`, a script that calls its own `main`, a `Debug.Assert`, a D
+`unittest` block, built `-unittest` as SandboxFusion's `D_ut` builds it) that
+echoes its stdin and then fails its test, what its stderr then says, its exit status (a
+failed `Debug.Assert` ends a .NET program by SIGABRT, 134), and whether SandboxFusion
+answers a `compile_result` for it (`kotlin main.kts` has no step of its own)."""
+
+
+def _managed(name: str) -> Any:
+    """A language of `ASSERTING`: the JVM's are `slow` (2-3 s of CPU a build)."""
+    slow = [pytest.mark.slow] if name in ("scala", "kotlin_script") else []
+    return pytest.param(name, marks=[*_script(name).marks, *slow])
+
+
+@pytest.mark.parametrize("language", [_managed(name) for name in ASSERTING])
+def test_a_managed_language_runs_its_program_and_fails_its_test(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """Scala and a Kotlin script build and run on the JVM, C# on Mono, D natively (stdin
+    read, stdout kept); a failed test fails the run, its exception in stderr."""
+    source, words, exit_code, compiled = ASSERTING[language]
+    score = _score(scorer, source, language=language, stdin="echo\n", compile_timeout=30)
+    run = score.details["run"]
+    assert score.status is Status.WRONG, score.details
+    assert (run["kind"], run["exit_code"]) == ("runtime_error", exit_code), run
+    assert run["stdout"].startswith("echo\n"), run
+    assert words in run["stderr"], run
+    assert (score.details["compile"] is not None) is compiled, score.details

@@ -93,7 +93,9 @@ def test_what_cannot_be_run_is_refused_with_the_reason(label: dict[str, Any], re
     ("language", "runner"),
     [("python3", "python"), ("nodejs", "javascript"), ("javascript", "javascript"), ("cpp", "cpp")]
     + [(name, name) for name in ("c", "ruby", "php", "perl", "lua", "typescript", "R")]
-    + [("ts", "typescript"), ("r", "R")],
+    + [("ts", "typescript"), ("r", "R")]
+    + [(name, name) for name in ("scala", "kotlin_script", "kotlin", "csharp", "D_ut", "d")]
+    + [("racket", "racket")],
 )
 def test_sandbox_fusions_names_and_rolls_tags_pick_the_runner(language: str, runner: str) -> None:
     """SandboxFusion's `nodejs` and ROLL's `python3`, `javascript` tags name the runners."""
