@@ -40,6 +40,19 @@ _PUBLIC_CLASS = re.compile(
 """A Java source's public class, matched in its bytes (an identifier's non-ASCII letters as
 UTF-8 bytes): the zygote never makes a copy of a source (docs/sandbox.md, "Processes")."""
 PCH_HEADER = "bits/stdc++.h"
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:<([^>\n]{1,80})>|(")[^"\n]*")', re.M)
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
+_C_HEADERS = frozenset(
+    b"c" + name
+    for name in re.findall(
+        rb"\w+",
+        b"assert ctype errno fenv float inttypes iso646 limits locale math setjmp signal "
+        b"stdalign stdarg stdbool stddef stdint stdio stdlib string tgmath time uchar wchar "
+        b"wctype complex",
+    )
+)
+"""The C library's headers as C++ names them (`<cstdio>`): light to parse, not worth the
+precompiled header on their own."""
 
 
 @dataclass(frozen=True)
@@ -154,8 +167,26 @@ class Cpp(Toolchain):
     source_file = "main.cpp"
     memory_errors = (b"std::bad_alloc",)
 
-    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
+    def build(
+        self,
+        found: Found,
+        dialect: str,
+        source_name: str,
+        pch: str | None,
+        *,
+        include_all: bool = False,
+    ) -> Command:
+        """With `pch`, a program that starts with `#include <bits/stdc++.h>` loads it
+        precompiled (`-I`); with `include_all` too, every program gets it first (`-include`),
+        so its own standard includes, whichever they are, are no-ops by their include
+        guards: a contest program's list of headers builds at the precompiled header's cost.
+        The zygote asks for that only where `include_all_pays`, and builds a program it
+        refuses again without it (every declaration of the library is then in scope, which
+        can clash with a name the program defines: `y1`, `index`)."""
+        if pch and include_all:
+            include = ["-include", os.path.join(pch, PCH_HEADER), "-Winvalid-pch"]
+        else:
+            include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
         argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-fmax-errors=20", *include]
         argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
         argv += [source_name, "-o", "main", "-lm"]
@@ -165,6 +196,29 @@ class Cpp(Toolchain):
         """g++, and gold where binutils has it: C++ links faster with it (a static build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
         return _with_gold(super().discover(path))
+
+    @staticmethod
+    def include_all_pays(source: memoryview) -> bool:
+        """Whether the precompiled header, force-included, builds `source` faster and the
+        same: it includes `bits/stdc++.h` or two or more of the C++ library's headers (loading
+        the 100 MB header costs about what parsing two of them does; a C header alone parses
+        in a tenth of that), and no header of its own (`#include "..."`) and no macro defined
+        before its last standard include (`_GLIBCXX_DEBUG`, `NDEBUG`: they would no longer
+        reach the headers). Read in place, as `source_name` reads."""
+        names: set[bytes] = set()
+        last = 0
+        for match in _INCLUDE.finditer(source):
+            if match.group(2):
+                return False
+            names.add(match.group(1))
+            last = match.start()
+        if not names:
+            return False
+        defined = _DEFINE.search(source, 0, last)
+        if defined is not None:
+            return False
+        cxx = [n for n in names if b"." not in n and b"/" not in n and n not in _C_HEADERS]
+        return PCH_HEADER.encode() in names or len(cxx) >= 2
 
     @staticmethod
     def pch_flags(dialect: str) -> list[str]:
