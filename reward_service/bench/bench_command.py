@@ -7,7 +7,8 @@ per group, 8 answers per group, ~10% truncated), in one run on this machine:
 
 * plain: the workload's plain grader (math_verify `parse` + `verify`; for
   `code`, a fresh subprocess per test, `bench/code_workload.py`; for `code-cpp`, g++ once
-  per answer then a fresh subprocess per test, `bench/cpp_workload.py`; for `ifeval`, the
+  per answer then a fresh subprocess per test, `bench/cpp_workload.py`, and so for
+  `code-cpp-headers`, half of whose answers list their headers; for `ifeval`, the
   same checkers through if-verifiable's own API, `bench/instruction_workload.py`) in as
   many processes as CPUs, what a peer does in-process;
 * /score: the service over HTTP with a SLIME-like client (one aiohttp
@@ -40,7 +41,12 @@ from typing import Any, TypeVar
 
 from reward_service.bench import group_bench, judge_bench
 from reward_service.bench.code_workload import code_workload, grade_naive, warm_naive
-from reward_service.bench.cpp_workload import cpp_workload, grade_naive_cpp, warm_naive_cpp
+from reward_service.bench.cpp_workload import (
+    cpp_header_mix_workload,
+    cpp_workload,
+    grade_naive_cpp,
+    warm_naive_cpp,
+)
 from reward_service.bench.instruction_workload import grade_plain, instruction_workload, warm_plain
 from reward_service.bench.measure import (
     CpuShare,
@@ -95,6 +101,7 @@ WORKLOADS: dict[str, Workload] = {
     "code": Workload(code_workload, grade_naive, warm_naive),
     "ifeval": Workload(instruction_workload, grade_plain, warm_plain),
     "code-cpp": Workload(cpp_workload, grade_naive_cpp, warm_naive_cpp),
+    "code-cpp-headers": Workload(cpp_header_mix_workload, grade_naive_cpp, warm_naive_cpp),
 }
 """The workloads `bench` runs, in order; a new one is one entry here."""
 
