@@ -7,10 +7,10 @@ milliseconds of CPU. Three sides, in `--rounds` parts taking turns:
 
 * plain: every program run unconfined, `python main.py` in a subprocess of its own with
   the timeout, all `IN_FLIGHT` at once: what SandboxFusion does with isolation `none`;
-* one slot per CPU: the service with `REWARD_WAITING_WORKERS=0`, as it was before it
-  scheduled by CPU: a run that sleeps holds its worker for its whole timeout;
-* /run_code: the service as it starts by default, its spare workers taking runs while
-  others' sleep (`grading/pool.py`).
+* one slot per CPU: the service as it starts by default (`REWARD_WAITING_WORKERS=0`): a
+  run that sleeps holds its worker, and its CPU slot, for its whole timeout;
+* /run_code: the service with as many spare workers as workers
+  (`REWARD_WAITING_WORKERS`), which take runs while others' sleep (`grading/pool.py`).
 
 Lines: throughput, ratio to plain, p50/p99 per request, wrong answers (a sleeper must
 answer `TimeLimitExceeded`, every other run its number), CPU per answer (the plain
@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> None:
     plain_cpu: list[float] = []
     before_cpu, after_cpu = CpuShare(), CpuShare()
     with (
-        live_server(workers=workers, env={"REWARD_WAITING_WORKERS": "0"}) as one_slot,
-        live_server(workers=workers) as spare,
+        live_server(workers=workers) as one_slot,
+        live_server(workers=workers, env={"REWARD_WAITING_WORKERS": str(workers)}) as spare,
         tempfile.TemporaryDirectory() as scratch,
     ):
         warm = run_code_workload(args.seed + 3, 4 * workers)

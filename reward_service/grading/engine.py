@@ -210,11 +210,10 @@ class ScoringEngine:
             only=self._only,
             warm=self._start_method == "forkserver",
         )
-        waiting = self.settings.waiting_workers
         return WorkerPool(
             self.settings.workers,
             functools.partial(worker.set_up, config=config),
-            spare=self.settings.workers if waiting is None else waiting,
+            spare=self.settings.waiting_workers,
             max_tasks=self.settings.worker_max_tasks,
             context=context,
             on_restart=self._on_restart,
