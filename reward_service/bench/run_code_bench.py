@@ -24,10 +24,12 @@ import asyncio
 import contextlib
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -87,38 +89,34 @@ async def post_runs(url: str, items: list[dict[str, Any]]) -> Run:
     return Run(len(items), elapsed, right.count(False), tuple(latencies))
 
 
-async def run_plain(items: list[dict[str, Any]], scratch: str) -> Run:
-    """Every program run unconfined in a fresh `python`, `IN_FLIGHT` at once, killed at the
-    timeout."""
-    latencies: list[float] = []
-    gate = asyncio.Semaphore(IN_FLIGHT)
+def run_plain(items: list[dict[str, Any]], scratch: str) -> Run:
+    """Every program run unconfined in a fresh `python`, `IN_FLIGHT` at once (a thread each
+    waiting on its subprocess), killed at the timeout."""
 
-    async def run(index: int, item: dict[str, Any]) -> bool:
-        async with gate:
-            path = Path(scratch, f"main-{index}.py")
-            path.write_text(item["body"]["code"])
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                str(path),
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+    def run(index: int, item: dict[str, Any]) -> tuple[bool, float]:
+        started = time.perf_counter()
+        path = Path(scratch, f"main-{index}.py")
+        path.write_text(item["body"]["code"])
+        try:
+            done = subprocess.run(
+                [sys.executable, str(path)],
+                input=item["body"]["stdin"].encode(),
+                capture_output=True,
+                timeout=TIMEOUT_S,
                 cwd=scratch,
+                check=False,
             )
-            try:
-                stdout, _ = await asyncio.wait_for(
-                    process.communicate(item["body"]["stdin"].encode()), TIMEOUT_S
-                )
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-                return item["expected"] is None
-            return process.returncode == 0 and stdout.decode() == item["expected"]
+        except subprocess.TimeoutExpired:
+            return item["expected"] is None, time.perf_counter() - started
+        right = done.returncode == 0 and done.stdout.decode() == item["expected"]
+        return right, time.perf_counter() - started
 
     started = time.perf_counter()
-    right = await asyncio.gather(*(timed(run(i, item), latencies) for i, item in enumerate(items)))
+    with ThreadPoolExecutor(IN_FLIGHT) as pool:
+        ran = list(pool.map(run, range(len(items)), items))
     elapsed = time.perf_counter() - started
-    return Run(len(items), elapsed, right.count(False), tuple(latencies))
+    right = [r for r, _ in ran]
+    return Run(len(items), elapsed, right.count(False), tuple(s for _, s in ran))
 
 
 @contextlib.contextmanager
@@ -156,7 +154,7 @@ def run(args: argparse.Namespace) -> None:
             asyncio.run(post_runs(server.url, [i for i in warm if i["expected"] is not None]))
         for plain_part, before_part, after_part in parts:
             with _children_cpu(plain_cpu):
-                plain += asyncio.run(run_plain(plain_part, scratch))
+                plain += run_plain(plain_part, scratch)
             with before_cpu.measure(one_slot, len(before_part)):
                 before += asyncio.run(post_runs(one_slot.url, before_part))
             with after_cpu.measure(spare, len(after_part)):
