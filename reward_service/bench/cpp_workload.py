@@ -198,16 +198,20 @@ class NaiveCompiler:
             return self._built[1]
         folder = Path(tempfile.mkdtemp(dir=self._scratch.name))
         (folder / "main.cpp").write_text(source)
-        done = subprocess.run(
-            [*COMPILE, "main.cpp", "-o", "main"],
-            cwd=folder,
-            capture_output=True,
-            timeout=_COMPILE_TIMEOUT_S,
-            check=False,
-        )
         built: Path | str = folder / "main"
-        if done.returncode != 0:
-            built = done.stderr.decode("utf-8", "replace")[:4096]
+        try:
+            done = subprocess.run(
+                [*COMPILE, "main.cpp", "-o", "main"],
+                cwd=folder,
+                capture_output=True,
+                timeout=_COMPILE_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            built = f"g++ ran past {_COMPILE_TIMEOUT_S:g} s"
+        else:
+            if done.returncode != 0:
+                built = done.stderr.decode("utf-8", "replace")[:4096]
         self._built = (source, built)
         return built
 
