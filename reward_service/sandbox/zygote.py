@@ -419,10 +419,11 @@ class Zygote:
         source_name = toolchain.source_name(source)
         pch = self.pch["dir"] if self.pch and self.pch["dialect"] == dialect else None
         commands = [toolchain.build(found, dialect, source_name, pch)]
-        if pch is not None and isinstance(toolchain, Cpp) and toolchain.include_all_pays(source):
-            # the precompiled header first, as `-include`; a program the compiler refuses
+        forced = toolchain.forced_header(source) if isinstance(toolchain, Cpp) else None
+        if pch is not None and forced is not None and isinstance(toolchain, Cpp):
+            # a precompiled header first, as `-include`; a program the compiler refuses
             # so is built again as it always was, and that build's verdict is the answer's
-            commands.insert(0, toolchain.build(found, dialect, source_name, pch, include_all=True))
+            commands.insert(0, toolchain.build(found, dialect, source_name, pch, forced=forced))
         self.runs += 1
         directory = os.path.join(self.scratch_root, f"build-{self.runs}")
         os.mkdir(directory, 0o711)

@@ -1,8 +1,9 @@
 """C++ with the precompiled header force-included: any mix of standard headers builds at
 its cost, and a program it breaks is built again as before.
 
-`Cpp.include_all_pays` decides from the source alone which builds get `-include` (the
-table below); the sandbox tests build in a zygote with the service's precompiled header.
+`Cpp.forced_header` decides from the source alone which builds get `-include` and of
+which header (the table below); the sandbox tests build in a zygote with the service's
+precompiled headers.
 """
 
 from __future__ import annotations
@@ -21,27 +22,35 @@ LIMITS = Limits(time_s=5.0, memory_mb=256, output_bytes=1 << 16)
 MIX = "#include <iostream>\n#include <vector>\n#include <algorithm>\nusing namespace std;\n"
 
 
+BITS, CONTEST = "bits/stdc++.h", "contest.h"
+
+
 @pytest.mark.parametrize(
-    ("source", "pays"),
+    ("source", "forced"),
     [
-        (MIX, True),
-        ("#include <bits/stdc++.h>\n", True),
-        ("#include<map>\n#include<set>\n", True),
-        ("  #  include <string>\n#include <sstream>\n#define ll long long\n", True),
-        ("#include <cstdio>\n", False),
-        ("#include <cstdio>\n#include <cstring>\n#include <cmath>\n", False),
-        ("#include <vector>\n", False),
-        ("#include <stdio.h>\n#include <math.h>\n", False),
-        ("int main() { return 0; }\n", False),
-        ("#define _GLIBCXX_DEBUG\n#include <vector>\n#include <map>\n", False),
-        ("#include <vector>\n#undef assert\n#include <map>\n", False),
-        ('#include <vector>\n#include <map>\n#include "mine.h"\n', False),
+        (MIX, CONTEST),
+        ("#include<map>\n#include<set>\n#include <stdio.h>\n", CONTEST),
+        ("  #  include <string>\n#include <sstream>\n#define ll long long\n", CONTEST),
+        ("#include <bits/stdc++.h>\n", BITS),
+        ("#include <vector>\n#include <regex>\n", BITS),
+        ("#include <vector>\n#include <map>\n#include <ext/pb_ds/assoc_container.hpp>\n", BITS),
+        ("#include <cstdio>\n", None),
+        ("#include <cstdio>\n#include <cstring>\n#include <cmath>\n", None),
+        ("#include <vector>\n", None),
+        ("#include <stdio.h>\n#include <math.h>\n", None),
+        ("int main() { return 0; }\n", None),
+        ("#define _GLIBCXX_DEBUG\n#include <vector>\n#include <map>\n", None),
+        ("#include <vector>\n#undef assert\n#include <map>\n", None),
+        ('#include <vector>\n#include <map>\n#include "mine.h"\n', None),
     ],
 )
-def test_the_forced_header_goes_where_it_pays_and_changes_no_macro(source: str, pays: bool) -> None:
+def test_a_header_is_forced_where_it_pays_and_changes_no_macro(
+    source: str, forced: str | None
+) -> None:
     """Two C++ library headers or `bits/stdc++.h`, no header of the program's own, no macro
-    defined before its standard includes: only then is the precompiled header forced."""
-    assert Cpp.include_all_pays(memoryview(source.encode())) is pays
+    defined before its standard includes: only then is a precompiled header forced, the
+    contest one when it holds every header the program names."""
+    assert Cpp.forced_header(memoryview(source.encode())) == forced
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +93,12 @@ def test_a_program_that_does_not_build_answers_the_plain_builds_message(
     assert kind is Kind.COMPILE_ERROR
     assert "undeclared_name" in message
     assert "stdc++.h.gch" not in message
+
+
+def test_a_header_beyond_the_contest_ones_builds_with_the_whole_library(
+    sandbox: ZygoteSandbox,
+) -> None:
+    """`<regex>` is not among the contest headers: the program gets `bits/stdc++.h`'s."""
+    source = MIX + "#include <regex>\nint main() { string s; getline(cin, s);\n"
+    source += '  cout << regex_replace(s, regex(" "), "") << "\\n"; }\n'
+    assert run(sandbox, source)[:2] == (Kind.OK, "312\n")
