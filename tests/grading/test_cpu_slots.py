@@ -41,11 +41,11 @@ async def _with_pool(size: int, spare: int, body: Any) -> Any:
 
 
 def test_sleepers_do_not_keep_a_cpu_bound_task_from_starting() -> None:
-    """One CPU slot, two spare workers: with two 3 s sleepers sent first, a task that
+    """One CPU slot, two spare workers: with two 1.5 s sleepers sent first, a task that
     computes for 0.1 s still ends before the first sleeper does."""
 
     async def body(pool: WorkerPool) -> tuple[list[float], float]:
-        sleepers = [pool.run(_sleep, (3.0,), 10.0) for _ in range(2)]
+        sleepers = [pool.run(_sleep, (1.5,), 10.0) for _ in range(2)]
         _, computed = await pool.run(_spin, (0.1,), 10.0)
         slept = [end for _, end in await asyncio.gather(*sleepers)]
         return slept, computed
