@@ -36,6 +36,13 @@ class Settings(BaseSettings):
         ge=1,
         description="Grading processes; default: the CPUs this process may use (cgroup, affinity).",
     )
+    waiting_workers: int = Field(
+        0,
+        ge=0,
+        description="Grading processes beyond `workers` that take answers while others wait "
+        "(a sandboxed program that sleeps or blocks): `workers` gradings use CPU at once, "
+        "whatever waits. As many as `workers` suits /run_code; each costs a worker's memory.",
+    )
     default_scorer: str = Field("math_verify", description="Scorer behind plain /score.")
     extra_scorers: dict[str, str] = Field(
         default_factory=dict,

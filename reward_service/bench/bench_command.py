@@ -7,7 +7,8 @@ per group, 8 answers per group, ~10% truncated), in one run on this machine:
 
 * plain: the workload's plain grader (math_verify `parse` + `verify`; for
   `code`, a fresh subprocess per test, `bench/code_workload.py`; for `code-cpp`, g++ once
-  per answer then a fresh subprocess per test, `bench/cpp_workload.py`; for `ifeval`, the
+  per answer then a fresh subprocess per test, `bench/cpp_workload.py`, and so for
+  `code-cpp-headers`, half of whose answers list their headers; for `ifeval`, the
   same checkers through if-verifiable's own API, `bench/instruction_workload.py`) in as
   many processes as CPUs, what a peer does in-process;
 * /score: the service over HTTP with a SLIME-like client (one aiohttp
@@ -36,11 +37,16 @@ import itertools
 import multiprocessing
 import time
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any
 
-from reward_service.bench import group_bench, judge_bench
+from reward_service.bench import group_bench, judge_bench, run_code_bench
 from reward_service.bench.code_workload import code_workload, grade_naive, warm_naive
-from reward_service.bench.cpp_workload import cpp_workload, grade_naive_cpp, warm_naive_cpp
+from reward_service.bench.cpp_workload import (
+    cpp_header_mix_workload,
+    cpp_workload,
+    grade_naive_cpp,
+    warm_naive_cpp,
+)
 from reward_service.bench.instruction_workload import grade_plain, instruction_workload, warm_plain
 from reward_service.bench.measure import (
     CpuShare,
@@ -49,14 +55,13 @@ from reward_service.bench.measure import (
     post_each,
     post_in_chunks,
     report_line,
+    rounds_of,
     service_counters,
     wrong,
 )
 from reward_service.bench.workload import Workload, grpo_workload, matched_workloads
 from reward_service.cpus import available_cpus
 from reward_service.subcommands import Subparsers
-
-T = TypeVar("T")
 
 _SEEDS_PER_WORKLOAD = 4
 """Fresh answer sets per workload: plain, the server's warm-up, /score, /score/batch."""
@@ -95,6 +100,7 @@ WORKLOADS: dict[str, Workload] = {
     "code": Workload(code_workload, grade_naive, warm_naive),
     "ifeval": Workload(instruction_workload, grade_plain, warm_plain),
     "code-cpp": Workload(cpp_workload, grade_naive_cpp, warm_naive_cpp),
+    "code-cpp-headers": Workload(cpp_header_mix_workload, grade_naive_cpp, warm_naive_cpp),
 }
 """The workloads `bench` runs, in order; a new one is one entry here."""
 
@@ -113,14 +119,6 @@ def _plain_round(pool: Any, workload: Workload, items: list[dict[str, Any]]) -> 
     rewards = pool.map(workload.plain, items, chunksize=4)
     elapsed = time.perf_counter() - started
     return Run(len(items), elapsed, wrong(rewards, items))
-
-
-def rounds_of(items: list[T], rounds: int) -> list[list[T]]:
-    """`items` in `rounds` consecutive parts as even as can be (none empty)."""
-    rounds = max(1, min(rounds, len(items)))
-    size, extra = divmod(len(items), rounds)
-    bounds = [i * size + min(i, extra) for i in range(rounds + 1)]
-    return [items[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def _compare_sides(
@@ -173,6 +171,9 @@ def _bench(args: argparse.Namespace) -> None:
         return
     if args.workload == "grpo":
         group_bench.run(args)
+        return
+    if args.workload == "run_code":
+        run_code_bench.run(args)
         return
 
     workers = args.workers or available_cpus()
@@ -253,10 +254,12 @@ def register(commands: Subparsers) -> None:
     )
     bench.add_argument(
         "--workload",
-        choices=[*WORKLOADS, "judge", "grpo", "all"],
+        choices=[*WORKLOADS, "judge", "grpo", "run_code", "all"],
         default="all",
-        help="measure this workload alone (default: all but judge and grpo, in turn); grpo: "
-        "groups through /score/group against /score/batch",
+        help="measure this workload alone (default: all but judge, grpo and run_code, in turn); "
+        "grpo: groups through /score/group against /score/batch; run_code: /run_code Python "
+        "runs, some sleeping past their timeout, with and without spare workers "
+        "(REWARD_WAITING_WORKERS)",
     )
     judge_bench.add_options(bench)
     bench.add_argument(

@@ -5,7 +5,10 @@ as the Python `code` workload has (correct, wrong on one test, crashing on
 one, spinning on one until its time limit), written as competitive
 programmers write C++: `#include <bits/stdc++.h>`, `-O2 -std=c++17`. Every
 answer's source is distinct (its own identifier in a comment and in a
-name), so no side reuses a build or a cached verdict.
+name), so no side reuses a build or a cached verdict. The `code-cpp-headers`
+workload (`cpp_header_mix_workload`) is the same with half of the answers
+listing the standard headers they use instead (`HEADER_LIST`), as many
+contest programs do.
 
 The baseline is what a code-RL reward function commonly does for C++: the
 source in a file, `subprocess.run(["g++", "-O2", "-std=c++17", ...])` once,
@@ -67,7 +70,20 @@ TASKS = (
 )
 
 
-def _source(task: CppTask, kind: str, trigger: list[int], tag: str) -> str:
+HEADER_LIST = (
+    "#include <iostream>\n#include <vector>\n#include <algorithm>\n#include <numeric>\n"
+    "#include <string>\n#include <map>\n#include <set>\n#include <cmath>\n#include <stdexcept>\n"
+)
+"""The headers a `code-cpp-headers` answer lists in place of `bits/stdc++.h`."""
+
+
+def _source(
+    task: CppTask,
+    kind: str,
+    trigger: list[int],
+    tag: str,
+    headers: str = "#include <bits/stdc++.h>\n",
+) -> str:
     literal = "{" + ", ".join(map(str, trigger)) + "}"
     condition = f"xs == vector<long long>{literal}"
     action = {
@@ -78,7 +94,7 @@ def _source(task: CppTask, kind: str, trigger: list[int], tag: str) -> str:
     guard = "" if kind == "correct" else f"    if ({condition}) {{ {action[kind]} }}\n"
     body = task.body.format(guard=guard)
     return (
-        f"#include <bits/stdc++.h>\nusing namespace std;\n// answer {tag}\n"
+        f"{headers}using namespace std;\n// answer {tag}\n"
         f"static int solve_{tag}() {{\n    {_READ}\n{body}    return 0;\n}}\n"
         f"int main() {{ ios::sync_with_stdio(false); cin.tie(nullptr); return solve_{tag}(); }}\n"
     )
@@ -88,12 +104,16 @@ def _expected(task: CppTask, xs: list[int]) -> str:
     return f"{sum(xs)}\n" if task.name == "sum" else " ".join(map(str, sorted(xs))) + "\n"
 
 
-def cpp_workload(seed: int, answers: int, group_size: int = GROUP_SIZE) -> list[dict[str, Any]]:
+def cpp_workload(
+    seed: int, answers: int, group_size: int = GROUP_SIZE, listing: int = 0
+) -> list[dict[str, Any]]:
     """`answers` items `{prompt, response, label, expected, kind}`, groups interleaved, each
-    answer's source distinct; the kinds in `kind_counts`, as the Python workload's."""
+    answer's source distinct; the kinds in `kind_counts`, as the Python workload's; `listing`
+    of them, drawn at random, list `HEADER_LIST` instead of including `bits/stdc++.h`."""
     rng = random.Random(seed)
     kinds = [kind for kind, count in kind_counts(answers).items() for _ in range(count)]
     rng.shuffle(kinds)
+    lists = set(rng.sample(range(answers), min(listing, answers)))
     items: list[dict[str, Any]] = []
     for g in range((answers + group_size - 1) // group_size):
         task = rng.choice(TASKS)
@@ -112,7 +132,8 @@ def cpp_workload(seed: int, answers: int, group_size: int = GROUP_SIZE) -> list[
         prompt = f"Task {seed}-{g}: solve it in C++."
         for i, kind in enumerate(kinds[g * group_size : (g + 1) * group_size]):
             tag = f"s{seed}g{g}a{i}"
-            source = _source(task, kind, rng.choice(tests), tag)
+            listed = g * group_size + i in lists
+            source = _source(task, kind, rng.choice(tests), tag, *([HEADER_LIST] if listed else []))
             items.append(
                 {
                     "prompt": prompt,
@@ -124,6 +145,11 @@ def cpp_workload(seed: int, answers: int, group_size: int = GROUP_SIZE) -> list[
             )
     rng.shuffle(items)
     return items
+
+
+def cpp_header_mix_workload(seed: int, answers: int) -> list[dict[str, Any]]:
+    """`cpp_workload` with half of the answers listing their headers (`HEADER_LIST`)."""
+    return cpp_workload(seed, answers, listing=answers // 2)
 
 
 class NaiveCompiler:
@@ -172,16 +198,20 @@ class NaiveCompiler:
             return self._built[1]
         folder = Path(tempfile.mkdtemp(dir=self._scratch.name))
         (folder / "main.cpp").write_text(source)
-        done = subprocess.run(
-            [*COMPILE, "main.cpp", "-o", "main"],
-            cwd=folder,
-            capture_output=True,
-            timeout=_COMPILE_TIMEOUT_S,
-            check=False,
-        )
         built: Path | str = folder / "main"
-        if done.returncode != 0:
-            built = done.stderr.decode("utf-8", "replace")[:4096]
+        try:
+            done = subprocess.run(
+                [*COMPILE, "main.cpp", "-o", "main"],
+                cwd=folder,
+                capture_output=True,
+                timeout=_COMPILE_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            built = f"g++ ran past {_COMPILE_TIMEOUT_S:g} s"
+        else:
+            if done.returncode != 0:
+                built = done.stderr.decode("utf-8", "replace")[:4096]
         self._built = (source, built)
         return built
 

@@ -10,13 +10,15 @@ and neither imports the other's pieces.
 * `Run`: what one side graded, how fast, how many wrong, each request's latency;
 * `service_counters` and `hit_rates`: the verdict cache and grading paths, from /metrics;
 * `CpuShare`: where the CPU went (server, workers, their sandboxes, this client);
-* `report_line`: a side's printed line, its ratio to a baseline.
+* `report_line`: a side's printed line, its ratio to a baseline;
+* `rounds_of`: a side's answers in the parts it grades taking turns with the others.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import time
 from collections.abc import Awaitable, Iterator
@@ -227,3 +229,11 @@ def report_line(name: str, run: Run, plain: Run | None) -> str:
         f"  {name:<13} {run.answers} answers in {run.seconds:6.2f} s = {run.rate:7.1f}/s"
         f"{ratio}{latency}  wrong: {run.wrong}"
     )
+
+
+def rounds_of(items: list[T], rounds: int) -> list[list[T]]:
+    """`items` in `rounds` consecutive parts as even as can be (none empty)."""
+    rounds = max(1, min(rounds, len(items)))
+    size, extra = divmod(len(items), rounds)
+    bounds = [i * size + min(i, extra) for i in range(rounds + 1)]
+    return [items[a:b] for a, b in itertools.pairwise(bounds)]

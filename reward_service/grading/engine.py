@@ -213,6 +213,7 @@ class ScoringEngine:
         return WorkerPool(
             self.settings.workers,
             functools.partial(worker.set_up, config=config),
+            spare=self.settings.waiting_workers,
             max_tasks=self.settings.worker_max_tasks,
             context=context,
             on_restart=self._on_restart,

@@ -15,6 +15,11 @@ dead worker is simply replaced:
   moment it finishes one instead of idling through a round trip through the
   event loop; tasks beyond that wait in a FIFO queue;
 * tasks with the same affinity prefer one worker, whose caches hold them;
+* `size` tasks compute at once, one per CPU; `spare` workers more take tasks
+  while others' wait (a program that sleeps, blocks, waits on input): while
+  tasks queue, the busy workers' process trees are read from `/proc` every
+  `LOOK_S` (`cpu_use`), and one using under `WAITING_SHARE` of a CPU and
+  none of it runnable frees its CPU slot until it computes again;
 * no child's death can take the pool down: a dead forkserver costs no worker
   (each is watched through a pidfd of its own once the forkserver is gone,
   and the next spawn relaunches the forkserver), a spawn that fails is
@@ -47,6 +52,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from reward_service.errors import DeadlineExceeded, PoolClosed, TaskFailed, WorkerDied
+from reward_service.grading.cpu_use import tree_use
 from reward_service.grading.worker import READY, serve
 
 log = logging.getLogger("reward_service.grading.pool")
@@ -57,6 +63,13 @@ _LOOKAHEAD = 64
 """How far into the queue a free worker looks for a task that prefers it."""
 PIPELINE = 2
 """Tasks sent ahead to one worker: the one it runs and the one it runs next."""
+LOOK_S = 0.05
+"""How often the busy workers' CPU use is read while tasks wait for a CPU slot."""
+WAITING_SHARE = 0.2
+"""A worker using less of a CPU than this since the last look, none of its processes
+runnable, is waiting (sleeping, blocked) and holds no CPU slot."""
+COMPUTING_SHARE = 0.5
+"""A waiting worker using this much of a CPU again is computing again."""
 
 
 class _Results(asyncio.Protocol):
@@ -104,13 +117,27 @@ class _Worker:
     tasks: collections.deque[_Task] = field(default_factory=collections.deque)
     """Sent to the worker, in order; the first is running."""
     timer: asyncio.TimerHandle | None = None
+    started_s: float = 0.0
+    """When its running task started (monotonic)."""
+    waiting: bool = False
+    """Its running task was seen using no CPU (`WAITING_SHARE`): it holds no CPU slot."""
+    looked: tuple[float, float] | None = None
+    """(monotonic time, its tree's CPU seconds) at the last look at its running task."""
     done: int = 0
     exit_cause: str | None = None
     """Why we stopped it (`deadline`, `recycled`, `closing`); None: it died on its own."""
 
     @property
     def available(self) -> bool:
-        return self.ready and self.exit_cause is None and len(self.tasks) < PIPELINE
+        """Whether it may be sent a task now (an idle one also needs a free CPU slot); never
+        one waiting, whose next task would wait behind it."""
+        ready = self.ready and self.exit_cause is None and len(self.tasks) < PIPELINE
+        return ready and not (self.tasks and self.waiting)
+
+    @property
+    def computing(self) -> bool:
+        """Whether it holds a CPU slot: a task is running and not seen waiting."""
+        return bool(self.tasks) and not self.waiting
 
     def exitcode(self) -> int | None:
         """How it ended, as its forkserver reported (None: not reported, or no forkserver)."""
@@ -157,13 +184,17 @@ class WorkerPool:
         size: int,
         initializer: Callable[[], None],
         *,
+        spare: int = 0,
         max_tasks: int = 0,
         context: Any = None,
         on_restart: Callable[[str], None] | None = None,
     ) -> None:
-        """`initializer` runs once in each new worker, before it takes a task (pickled to
-        it: a module-level function, or a `functools.partial` of one)."""
+        """`size` tasks compute at once (the CPUs), in `size + spare` workers: the spare
+        ones take tasks while others' wait. `initializer` runs once in each new worker,
+        before it takes a task (pickled to it: a module-level function, or a
+        `functools.partial` of one)."""
         self.size = size
+        self.spare = spare
         self._initializer = initializer
         self._max_tasks = max_tasks
         # Any: multiprocessing's contexts share no typed base that has `Process`.
@@ -176,6 +207,7 @@ class WorkerPool:
         self._closing = False
         self._spawning: set[asyncio.Task[None]] = set()
         self._free_slots: list[int] = []
+        self._look: asyncio.TimerHandle | None = None
 
     @property
     def queued(self) -> int:
@@ -186,6 +218,11 @@ class WorkerPool:
     def busy(self) -> int:
         """Workers running a task."""
         return sum(bool(w.tasks) for w in self._workers)
+
+    @property
+    def computing(self) -> int:
+        """Workers holding a CPU slot: running a task not seen waiting."""
+        return sum(w.computing for w in self._workers)
 
     @property
     def alive(self) -> int:
@@ -202,12 +239,12 @@ class WorkerPool:
         if signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL:
             raise RuntimeError("SIGPIPE must be ignored: a child's death would kill this process")
         self._loop = asyncio.get_running_loop()
-        for slot in range(self.size):
+        for slot in range(self.size + self.spare):
             await self._spawn(slot)
         deadline = time.monotonic() + timeout_s
-        while self.alive < self.size:
+        while self.alive < self.size + self.spare:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {self.alive} of {self.size} workers started")
+                raise RuntimeError(f"only {self.alive} of {self.size + self.spare} workers started")
             await asyncio.sleep(0.02)
 
     async def _spawn(self, slot: int) -> None:
@@ -257,7 +294,7 @@ class WorkerPool:
         """
         if self._loop is None or self._closing:
             raise PoolClosed("worker pool is not running")
-        slot = affinity % self.size if affinity is not None else None
+        slot = affinity % (self.size + self.spare) if affinity is not None else None
         task = _Task(
             fn,
             args,
@@ -272,15 +309,41 @@ class WorkerPool:
         return task.future
 
     def _dispatch(self) -> None:
-        """Fill idle workers first (preferring the queue's affine tasks), then pipelines."""
+        """Fill idle workers first (preferring the queue's affine tasks) while a CPU slot is
+        free, then pipelines; with spare workers, look for waiting ones while tasks queue."""
         while self._queue:
-            candidates = [w for w in self._workers if w.available]
+            free = self.computing < self.size
+            candidates = [w for w in self._workers if w.available and (w.tasks or free)]
             if not candidates:
-                return
+                break
             worker = min(candidates, key=lambda w: (len(w.tasks), not self._has_affine(w)))
             task = self._next_for(worker)
             if not task.future.done():
                 self._send(worker, task)
+        waiting = self._queue and self.spare and not self._closing
+        if waiting and self._look is None and self._loop is not None:
+            self._look = self._loop.call_later(LOOK_S, self._look_at_cpus)
+
+    def _look_at_cpus(self) -> None:
+        """Read the CPU use of each worker whose task has run `LOOK_S` or more: one that used
+        under `WAITING_SHARE` of a CPU since the last look, nothing of it runnable, frees its
+        slot; a waiting one that used `COMPUTING_SHARE` again takes one back."""
+        self._look = None
+        now = time.monotonic()
+        for worker in self._workers:
+            if not worker.tasks or now - worker.started_s < LOOK_S or worker.process.pid is None:
+                continue
+            use = tree_use(worker.process.pid)
+            if use is None:
+                continue  # unknown: it keeps its slot
+            if worker.looked is not None and now > worker.looked[0]:
+                share = (use.cpu_s - worker.looked[1]) / (now - worker.looked[0])
+                if worker.waiting:
+                    worker.waiting = share < COMPUTING_SHARE
+                else:
+                    worker.waiting = share < WAITING_SHARE and not use.running
+            worker.looked = (now, use.cpu_s)
+        self._dispatch()
 
     def _has_affine(self, worker: _Worker) -> bool:
         window = itertools.islice(self._queue, _LOOKAHEAD)
@@ -309,6 +372,8 @@ class WorkerPool:
         assert self._loop is not None
         task = worker.tasks[0]
         task.attempts += 1
+        worker.started_s = time.monotonic()
+        worker.waiting, worker.looked = False, None
         if task.deadline_s is not None:
             worker.timer = self._loop.call_later(task.deadline_s, self._on_deadline, worker)
 
@@ -478,6 +543,9 @@ class WorkerPool:
         another if one is left).
         """
         self._closing = True
+        if self._look is not None:
+            self._look.cancel()
+            self._look = None
         self._fail_queued()
         if self._spawning:
             await asyncio.wait(set(self._spawning))

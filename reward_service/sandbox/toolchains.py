@@ -41,6 +41,32 @@ _PUBLIC_CLASS = re.compile(
 """A Java source's public class, matched in its bytes (an identifier's non-ASCII letters as
 UTF-8 bytes): the zygote never makes a copy of a source (docs/sandbox.md, "Processes")."""
 PCH_HEADER = "bits/stdc++.h"
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*(?:<([^>\n]{1,80})>|(")[^"\n]*")', re.M)
+_DEFINE = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)\b", re.M)
+_C_HEADERS = frozenset(
+    b"c" + name
+    for name in re.findall(
+        rb"\w+",
+        b"assert ctype errno fenv float inttypes iso646 limits locale math setjmp signal "
+        b"stdalign stdarg stdbool stddef stdint stdio stdlib string tgmath time uchar wchar "
+        b"wctype complex",
+    )
+)
+"""The C library's headers as C++ names them (`<cstdio>`): light to parse, not worth the
+precompiled header on their own."""
+CONTEST_HEADER = "contest.h"
+"""The second precompiled header, beside `bits/stdc++.h`'s: `CONTEST_HEADERS` only."""
+CONTEST_HEADERS = (
+    *("cassert", "cctype", "climits", "cmath", "cstdint", "cstdio", "cstdlib", "cstring"),
+    *("algorithm", "array", "bitset", "chrono", "deque", "functional", "iomanip", "iostream"),
+    *("iterator", "limits", "list", "map", "memory", "numeric", "queue", "random", "set"),
+    *("sstream", "stack", "stdexcept", "string", "tuple", "unordered_map", "unordered_set"),
+    *("utility", "vector"),
+)
+"""The headers contest programs list (a sample of Codeforces solutions' includes), the
+rest of `bits/stdc++.h` left out: `<regex>`, `<filesystem>` and their like take most of
+its parse, and its precompiled form (100 MB against 67) loads in 0.1-0.2 s more."""
+_CONTEST = frozenset(name.encode() for name in CONTEST_HEADERS)
 
 
 @dataclass(frozen=True)
@@ -155,8 +181,27 @@ class Cpp(Toolchain):
     source_file = "main.cpp"
     memory_errors = (b"std::bad_alloc",)
 
-    def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
-        include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
+    def build(
+        self,
+        found: Found,
+        dialect: str,
+        source_name: str,
+        pch: str | None,
+        *,
+        forced: str | None = None,
+    ) -> Command:
+        """With `pch`, a program that starts with `#include <bits/stdc++.h>` loads it
+        precompiled (`-I`); with `forced` too (`bits/stdc++.h` or `CONTEST_HEADER`), every
+        program gets that precompiled header first (`-include`), so its own standard
+        includes are no-ops by their include guards: a contest program's list of headers
+        builds at a precompiled header's cost. The zygote asks for that where
+        `forced_header` names one, and builds a program it refuses again without (more of
+        the library is then in scope, which can clash with a name the program defines:
+        `y1`, `index`)."""
+        if pch and forced:
+            include = ["-include", os.path.join(pch, forced), "-Winvalid-pch"]
+        else:
+            include = [f"-I{pch}", "-Winvalid-pch"] if pch else []
         argv = ["g++", f"-std={dialect}", "-O2", "-pipe", "-fmax-errors=20", *include]
         argv += ["-fuse-ld=gold"] if "ld.gold" in found.tools else []
         argv += [source_name, "-o", "main", "-lm"]
@@ -166,6 +211,32 @@ class Cpp(Toolchain):
         """g++, and gold where binutils has it: C++ links faster with it (a static build of
         a `bits/stdc++.h` program took 0.38 s here, 0.46 s with the default linker)."""
         return _with_gold(super().discover(path))
+
+    @staticmethod
+    def forced_header(source: memoryview) -> str | None:
+        """The precompiled header that builds `source` faster and the same, if one does:
+        for a program that includes two or more of the C++ library's headers, all of them
+        among `CONTEST_HEADERS`, the contest header (loaded in 0.1-0.2 s less than
+        `bits/stdc++.h`'s); for one that includes `bits/stdc++.h` or another
+        standard header, `bits/stdc++.h`. None (loading it costs about what parsing two C++
+        headers does; a C header alone parses in a tenth of that) for a program of fewer
+        C++ headers, with a header of its own (`#include "..."`), or that defines a macro
+        before its last standard include (`_GLIBCXX_DEBUG`, `NDEBUG`: they would no longer
+        reach the headers). Read in place, as `source_name` reads."""
+        names: set[bytes] = set()
+        last = 0
+        for match in _INCLUDE.finditer(source):
+            if match.group(2):
+                return None
+            names.add(match.group(1))
+            last = match.start()
+        if not names or _DEFINE.search(source, 0, last) is not None:
+            return None
+        cxx = [n for n in names if b"." not in n and b"/" not in n and n not in _C_HEADERS]
+        if PCH_HEADER.encode() not in names and len(cxx) < 2:
+            return None
+        plain = {n for n in names if b"/" in n or not n.endswith(b".h")}  # <stdio.h>: <cstdio>
+        return CONTEST_HEADER if plain <= _CONTEST else PCH_HEADER
 
     @staticmethod
     def pch_flags(dialect: str) -> list[str]:
@@ -1203,17 +1274,20 @@ def pch_of(directory: str, cpp: Found | str | None) -> dict[str, str] | None:
             stamp = f.read()
     except OSError:
         return None
-    if stamp != _pch_stamp(cpp) or not os.path.isfile(os.path.join(directory, _PCH_FILE)):
+    if stamp != _pch_stamp(cpp) or not all(
+        os.path.isfile(os.path.join(directory, f"{header}.gch"))
+        for header in (PCH_HEADER, CONTEST_HEADER)
+    ):
         return None
     return {"dir": directory, "dialect": TOOLCHAINS["cpp"].dialects[0]}
 
 
 def build_pch(directory: str, cpp: Found) -> str:
-    """Precompile `bits/stdc++.h` into `directory` for the default C++ dialect, unless there
-    already: done by the service (its own g++ on a system header), not in a sandbox.
-    Returns what it did; OSError when it could not."""
+    """Precompile `bits/stdc++.h`, and `CONTEST_HEADER` (written there), into `directory`
+    for the default C++ dialect, unless there already: done by the service (its own g++ on
+    system headers), not in a sandbox. Returns what it did; OSError when it could not."""
     if pch_of(directory, cpp) is not None:
-        return f"precompiled {PCH_HEADER} kept in {directory}"
+        return f"precompiled {PCH_HEADER} and {CONTEST_HEADER} kept in {directory}"
     dialect = TOOLCHAINS["cpp"].dialects[0]
     gxx = cpp.tools["g++"]
     found = run_tool(
@@ -1223,23 +1297,29 @@ def build_pch(directory: str, cpp: Found) -> str:
     )
     header = found.stderr.decode().splitlines()[0].lstrip(". ")
     os.makedirs(os.path.join(directory, "bits"), exist_ok=True)
-    partial = os.path.join(directory, f"{_PCH_FILE}.{os.getpid()}")
-    run_tool([gxx, *Cpp.pch_flags(dialect), header, "-o", partial], {"PATH": BUILD_PATH}, 120)
-    os.chmod(partial, 0o644)
-    os.replace(partial, os.path.join(directory, _PCH_FILE))
+    contest = os.path.join(directory, CONTEST_HEADER)
+    with open(f"{contest}.{os.getpid()}", "w") as f:
+        f.write("".join(f"#include <{name}>\n" for name in CONTEST_HEADERS))
+    os.chmod(f"{contest}.{os.getpid()}", 0o644)
+    os.replace(f"{contest}.{os.getpid()}", contest)
+    for source, name in ((header, PCH_HEADER), (contest, CONTEST_HEADER)):
+        partial = os.path.join(directory, f"{name}.gch.{os.getpid()}")
+        run_tool([gxx, *Cpp.pch_flags(dialect), source, "-o", partial], {"PATH": BUILD_PATH}, 120)
+        os.chmod(partial, 0o644)
+        os.replace(partial, os.path.join(directory, f"{name}.gch"))
     with open(os.path.join(directory, _PCH_STAMP), "w") as f:
         f.write(_pch_stamp(cpp))
-    return f"precompiled {PCH_HEADER} built in {directory}"
+    return f"precompiled {PCH_HEADER} and {CONTEST_HEADER} built in {directory}"
 
 
-_PCH_FILE = f"{PCH_HEADER}.gch"
 _PCH_STAMP = "stamp"
 
 
 def _pch_stamp(cpp: Found) -> str:
     dialect = TOOLCHAINS["cpp"].dialects[0]
     gxx = os.stat(cpp.tools["g++"])
-    return f"{cpp.tools['g++']} {gxx.st_size} {gxx.st_mtime_ns} {' '.join(Cpp.pch_flags(dialect))}"
+    flags = " ".join(Cpp.pch_flags(dialect))
+    return f"{cpp.tools['g++']} {gxx.st_size} {gxx.st_mtime_ns} {flags} {' '.join(CONTEST_HEADERS)}"
 
 
 def found_to_json(found: Found) -> dict[str, object]:

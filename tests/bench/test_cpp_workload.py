@@ -7,7 +7,12 @@ from collections import Counter
 import pytest
 
 from reward_service.bench.code_workload import KINDS, kind_counts
-from reward_service.bench.cpp_workload import NaiveCompiler, cpp_workload
+from reward_service.bench.cpp_workload import (
+    HEADER_LIST,
+    NaiveCompiler,
+    cpp_header_mix_workload,
+    cpp_workload,
+)
 from reward_service.contracts.slime import sample_from_json
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.scorers.base import GradingLimits
@@ -46,3 +51,14 @@ def test_both_sides_give_a_right_and_a_wrong_answer_their_rewards() -> None:
     finally:
         for scorer in sides:
             scorer.close()
+
+
+def test_the_header_mix_lists_its_headers_in_half_of_the_answers() -> None:
+    """`code-cpp-headers`: half the answers list `HEADER_LIST`, the rest include
+    `bits/stdc++.h`; kinds and distinct sources as in `code-cpp`."""
+    items = cpp_header_mix_workload(3, 80)
+    assert Counter(item["kind"] for item in items) == kind_counts(80)
+    assert len({item["response"] for item in items}) == 80
+    listing = [item for item in items if f"```cpp\n{HEADER_LIST}" in item["response"]]
+    assert len(listing) == 40
+    assert sum("#include <bits/stdc++.h>" in item["response"] for item in items) == 40

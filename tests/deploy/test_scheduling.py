@@ -147,6 +147,7 @@ def memory_needed(config: Mapping[str, str], cpu_limit: str) -> int:
     """Bytes the container needs: every worker at its cap with its sandbox (zygote, one run
     at its cap, a scratch dir), the HTTP process, bodies held."""
     workers = int(config.get("REWARD_WORKERS", math.ceil(_quantity(cpu_limit))))
+    workers += _setting(config, "waiting_workers")
     sandbox_mib = (
         ZYGOTE_MIB + _setting(config, "code__max_memory_mb") + _setting(config, "code__scratch_mb")
     )

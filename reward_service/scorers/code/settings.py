@@ -64,8 +64,8 @@ class CodeSettings(ScorerSettings):
     )
     pch_dir: str = Field(
         DEFAULT_PCH_DIR,
-        description="where a precompiled bits/stdc++.h is built at start-up (g++ -O2 "
-        "-std=c++17 builds use it); empty: none",
+        description="where precompiled bits/stdc++.h and contest.h are built at start-up "
+        "(g++ -O2 -std=c++17 builds use them); empty: none",
     )
 
     @field_validator("languages")
@@ -155,7 +155,8 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
 
 
 def prepare_pch(settings: CodeSettings) -> str:
-    """The precompiled `bits/stdc++.h`, built (by the service's own g++) when missing."""
+    """The precompiled headers (`bits/stdc++.h`, `contest.h`), built (by the service's own
+    g++) when missing."""
     if not settings.pch_dir or "cpp" not in settings.languages:
         return "off"
     cpp = discover(settings.toolchain_path, ["cpp"])["cpp"]
