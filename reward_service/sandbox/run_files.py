@@ -85,15 +85,16 @@ def write_files(workdir: str, files: Files) -> None:
             write_file(names[-1], data, parent)
 
 
-def write_file(path: str, data: memoryview, dir_fd: int | None = None) -> None:
-    """A new file holding `data`, written from where it is (no buffered file object: its
-    write buffer would keep a copy of a small file in the heap every later run is forked
-    with)."""
+def write_file(path: str, data: memoryview, dir_fd: int | None = None, prefix: bytes = b"") -> None:
+    """A new file holding `prefix` then `data`, written from where it is (no buffered file
+    object: its write buffer would keep a copy of a small file in the heap every later run
+    is forked with; nor `prefix + data`, a copy too)."""
     fd = os.open(path, _NEW_FILE, 0o644, dir_fd=dir_fd)
     try:
-        left = memoryview(data)
-        while left:
-            left = left[os.write(fd, left) :]
+        for chunk in (prefix, data):
+            left = memoryview(chunk)
+            while left:
+                left = left[os.write(fd, left) :]
     finally:
         os.close(fd)
 

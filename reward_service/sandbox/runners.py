@@ -185,7 +185,8 @@ class ExecRunner:
 
     def write_files(self, source: memoryview, workdir: str) -> None:
         if self.source_name is not None:
-            run_files.write_file(os.path.join(workdir, self.source_name), source)
+            prefix = self.command.source_prefix.encode()
+            run_files.write_file(os.path.join(workdir, self.source_name), source, prefix=prefix)
         for directory in self.command.directories:
             os.mkdir(os.path.join(workdir, directory), 0o755)
         for name, target in self.command.links.items():

@@ -94,6 +94,9 @@ class Command:
     """Symbolic links made there, name -> target."""
     files: dict[str, str] = field(default_factory=dict)
     """Files of the sandbox's own made there, name -> text (R's site profile)."""
+    source_prefix: str = ""
+    """Text of the sandbox's own written before the program's source, in the same file (C#'s
+    implicit `using`s, which C# 7 cannot declare in another file)."""
 
 
 class Toolchain:
@@ -115,7 +118,8 @@ class Toolchain:
     reports_build = True
     """Whether `/run_code` answers its build as `compile_result`: not for a build that
     SandboxFusion's runner has not (TypeScript's transpile, which its `tsx` does as it
-    runs), unless the build itself failed."""
+    runs; a Kotlin script's, `kotlin main.kts`'s; C#'s, `dotnet run`'s), whose time is the larger of
+    `compile_timeout` and `run_timeout` and whose failure is answered as the run's."""
     outputs: tuple[str, ...] = ("main",)
     """Files of the build kept for the runs (a glob suffix with `*`)."""
     memory_errors: tuple[bytes, ...] = ()
@@ -789,14 +793,33 @@ _MONO_ENV = {"MONO_DISABLE_SHARED_AREA": "1", "MONO_ENV_OPTIONS": ""}
 directory."""
 
 
+CSHARP_USINGS = (
+    "System",
+    "System.Collections.Generic",
+    "System.IO",
+    "System.Linq",
+    "System.Threading",
+    "System.Threading.Tasks",
+)
+"""The namespaces .NET's SDK imports into every file of a `dotnet new console` project (its
+implicit usings, on in the template SandboxFusion builds C# with), but `System.Net.Http`:
+Mono's assembly of it is not in the image (a run has no network to use it on)."""
+_CSHARP_PREFIX = "".join(f"using {name}; " for name in CSHARP_USINGS) + "\n#line 1\n"
+"""The implicit usings on one line before the source, then `#line 1`: the compiler's
+messages name the program's own lines. C# 7 has no `global using`, so they go in its file."""
+
+
 class CSharp(Toolchain):
     """C# by Mono: `mcs` (C# 7, .NET Framework 4.x's library, `DEBUG` and `TRACE` defined as
     in `dotnet run`'s Debug build) run as `mono mcs.exe` (`mcs` is a shell script), then
-    `mono main.exe`; `Debug.Assert` fails the run (`CSHARP_ASSERTS`). Mono asks glibc for
+    `mono main.exe`; `Debug.Assert` fails the run (`CSHARP_ASSERTS`); the source is compiled
+    with .NET's implicit usings (`CSHARP_USINGS`; `-nowarn:105`: a `using` the program
+    repeats is no warning). Mono asks glibc for
     its main thread's stack as it starts, which needs /proc, and sets its threads'
     scheduling, which runs may not: both preload the sandbox's own answers (`preload`)."""
 
     language = "csharp"
+    reports_build = False  # `dotnet run` builds as it runs: SandboxFusion has no build step
     tools = ("mono",)
     source_file = "Program.cs"
     outputs = ("main.exe", "main.exe.config")
@@ -829,10 +852,10 @@ class CSharp(Toolchain):
 
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         argv = ["mono", found.tools["mcs.exe"], "-d:DEBUG", "-d:TRACE", "-r:System.Numerics.dll"]
-        argv += ["-out:main.exe", source_name, CSHARP_ASSERTS]
+        argv += ["-nowarn:105", "-out:main.exe", source_name, CSHARP_ASSERTS]
         files = {CSHARP_ASSERTS: _CSHARP_ASSERTS, "main.exe.config": _CSHARP_CONFIG}
         env = {"PATH": BUILD_PATH, "LD_PRELOAD": found.tools["preload"], **_MONO_ENV}
-        return Command(found.tools["mono"], argv, env, files=files)
+        return Command(found.tools["mono"], argv, env, files=files, source_prefix=_CSHARP_PREFIX)
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
         env = {**_MONO_ENV, "MONO_GC_PARAMS": f"max-heap-size={memory_mb}m"}

@@ -49,7 +49,9 @@ CLIENTS = 8
 within every client's timeout (verl's is its compile + run + 10 s)."""
 BUILDERS = 2
 """Requests of built languages in flight at once: one per CPU of a CI machine."""
-BUILT = frozenset({"cpp", "c", "java", "go", "rust", "verilog"})
+BUILT = frozenset(
+    {"cpp", "c", "java", "go", "rust", "verilog", "scala", "kotlin_script", "csharp", "D_ut"}
+)
 SUMMARY = sf.SummaryMapping(
     Success="Success",
     Failed="Failed",

@@ -70,6 +70,8 @@ class RunCodeScorer(SandboxedScorer):
     def _graded(self, sandbox: Sandbox, source: str, request: RunRequest) -> Score:
         """Build (a compiled language) and run once: `compile_error`, `ok` or `wrong`."""
         program = Program(request.language, source, files=request.files)
+        toolchain = TOOLCHAINS.get(request.language)
+        hidden = toolchain is not None and not toolchain.reports_build
         execution = sandbox.execute(
             program,
             [request.stdin],
@@ -81,12 +83,15 @@ class RunCodeScorer(SandboxedScorer):
         )
         build = execution.build
         built = build is None or build.kind is Kind.OK
-        toolchain = TOOLCHAINS.get(request.language)
-        if built and toolchain is not None and not toolchain.reports_build:
-            build = None  # SandboxFusion's runner has no build step (TypeScript's tsx)
-        if built and not execution.runs:
+        runs = execution.runs
+        if hidden and build is not None:
+            # SandboxFusion's runner has no build step (TypeScript's `tsx`, `kotlin main.kts`):
+            # a build that failed is the run that failed there (its messages, its time limit)
+            runs = runs if built else [build]
+            build, built = None, True
+        if built and not runs:
             return Score.error(f"the run does not fit in the answer's {self.budget_s} s budget")
-        run: Outcome | None = execution.runs[0] if execution.runs else None
+        run: Outcome | None = runs[0] if runs else None
         files = {} if run is None else {path: _b64(data) for path, data in run.files.items()}
         details: dict[str, JSON] = {
             "language": request.language,

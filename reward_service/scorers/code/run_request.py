@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from reward_service.sandbox import LANGUAGES, Limits
+from reward_service.sandbox.toolchains import TOOLCHAINS
 from reward_service.scorers.base import JSON, echo
 from reward_service.scorers.code.settings import CodeSettings, MiB
 
@@ -82,6 +83,9 @@ class RunRequest:
     stdin: bytes
     limits: Limits
     compile_time_s: float
+    """The build's: `compile_timeout`; for a build SandboxFusion's runner has not (a Kotlin
+    script's, `Toolchain.reports_build`), the larger of it and `run_timeout`, which there
+    holds the compile; capped by `build_time_s`."""
     files: tuple[tuple[str, bytes], ...]
     """Written in the run's directory before the program starts, and in its build's before
     it is compiled: (relative path, content)."""
@@ -108,6 +112,10 @@ def read_request(label: JSON, settings: CodeSettings, caps: FileCaps = FILE_CAPS
         raise RequestError("stdin must be a string or null")
     run_s = _seconds(label, "run_timeout", settings.max_time_limit_s)
     compile_s = _seconds(label, "compile_timeout", settings.build_time_s)
+    toolchain = TOOLCHAINS.get(runner)
+    if toolchain is not None and not toolchain.reports_build:
+        # SandboxFusion's runner builds it as it runs (`kotlin main.kts`), within run_timeout
+        compile_s = max(compile_s, _seconds(label, "run_timeout", settings.build_time_s))
     files, fetch = _files(label.get("files"), caps), _fetch(label.get("fetch_files"), caps)
     return RunRequest(
         language=runner,

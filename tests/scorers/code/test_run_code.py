@@ -453,13 +453,13 @@ ASSERTING = {
         False,
     ),
     "csharp": (
-        "using System;\nusing System.Diagnostics;\npublic class Program {\n"
+        "using System.Diagnostics;\npublic class Program {\n"
         "    public static void Main(string[] args) {\n"
         "        Console.WriteLine(Console.ReadLine());\n"
         '        Debug.Assert(1 == 2, "Assertion failed");\n    }\n}\n',
         "Process terminated. Assertion failed.",
         134,
-        True,
+        False,
     ),
     "D_ut": (
         "import std.stdio;\nunittest {\n    write(readln());\n    assert(0 == 1);\n}\n"
@@ -474,11 +474,13 @@ ASSERTING = {
 `unittest` block, built `-unittest` as SandboxFusion's `D_ut` builds it) that
 echoes its stdin and then fails its test, what its stderr then says, its exit status (a
 failed `Debug.Assert` ends a .NET program by SIGABRT, 134), and whether SandboxFusion
-answers a `compile_result` for it (`kotlin main.kts` has no step of its own)."""
+answers a `compile_result` for it (`kotlin main.kts` and `dotnet run` have no step of
+their own). The C# program names `Console` without `using System;`: .NET's implicit
+usings, which SandboxFusion's `dotnet new console` project has."""
 
 
 def _managed(name: str) -> Any:
-    """A language of `ASSERTING`: the JVM's are `slow` (2-3 s of CPU a build)."""
+    """A language the JVM or Mono runs: the JVM's are `slow` (2-3 s of CPU a build)."""
     slow = [pytest.mark.slow] if name in ("scala", "kotlin_script") else []
     return pytest.param(name, marks=[*_script(name).marks, *slow])
 
@@ -497,3 +499,26 @@ def test_a_managed_language_runs_its_program_and_fails_its_test(
     assert run["stdout"].startswith("echo\n"), run
     assert words in run["stderr"], run
     assert (score.details["compile"] is not None) is compiled, score.details
+
+
+BROKEN = {
+    "csharp": ("public class P {\n    static void Main() {\n        int x = ;\n    }\n}\n", "(3,"),
+    "kotlin_script": ('println("x")\nval x: Int = \n', "main.kts:2:"),
+}
+"""Per language whose build SandboxFusion's runner does not report: a program that does not
+compile, and how the compiler's message names its line (the program's own numbering)."""
+
+
+@pytest.mark.parametrize("language", [_managed(name) for name in BROKEN])
+def test_a_build_sandbox_fusion_runs_as_the_run_fails_the_run(
+    scorer: RunCodeScorer, language: str
+) -> None:
+    """C# (`dotnet run`) and a Kotlin script (`kotlin main.kts`) compile as they run in
+    SandboxFusion: a compile error is the run's failure, the compiler's message in its
+    stderr, with no `compile_result`."""
+    source, line = BROKEN[language]
+    score = _score(scorer, source, language=language, compile_timeout=30)
+    run = score.details["run"]
+    assert (score.status, score.details["compile"]) == (Status.WRONG, None), score.details
+    assert (run["kind"], run["stdout"]) == ("runtime_error", ""), run
+    assert run["exit_code"] and line in run["stderr"], run

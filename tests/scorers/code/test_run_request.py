@@ -112,6 +112,21 @@ def test_compile_timeout_is_capped_by_the_build_time() -> None:
     assert (request.compile_time_s, request.limits.time_s) == (20.0, 5.0)
 
 
+def test_a_build_sandbox_fusion_runs_within_the_run_gets_the_run_timeout() -> None:
+    """A Kotlin script's build and C#'s (SandboxFusion's `kotlin main.kts` and `dotnet run`
+    compile within `run_timeout`) get the larger of the two times, held to the build cap;
+    the run keeps its own cap, and a build SandboxFusion reports keeps `compile_timeout`."""
+    settings = CodeSettings(build_time_s=20, max_time_limit_s=5)
+    times = {}
+    for language in ("kotlin_script", "csharp", "cpp"):
+        label = {"language": language, "compile_timeout": 3, "run_timeout": 15}
+        request = read_request(label, settings, CAPS)
+        times[language] = (request.compile_time_s, request.limits.time_s)
+    assert times == {"kotlin_script": (15.0, 5.0), "csharp": (15.0, 5.0), "cpp": (3.0, 5.0)}
+    asked_more = {"language": "kotlin_script", "compile_timeout": 60, "run_timeout": 2}
+    assert read_request(asked_more, settings, CAPS).compile_time_s == 20.0
+
+
 def test_label_must_be_an_object() -> None:
     """A label that is not SandboxFusion's request is refused."""
     with pytest.raises(RequestError, match="must be an object"):
