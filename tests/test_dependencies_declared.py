@@ -33,7 +33,11 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     # the Serve replica (Ray imports it on the cluster); `slime submit` (imports ray when it runs)
-    "ray": ("reward_service.rayserve.deployment", "reward_service.launcher.submit"),
+    "ray": (
+        "reward_service.rayserve.deployment",
+        "reward_service.rayserve.direct_driver",
+        "reward_service.launcher.submit",
+    ),
     # the `reward_model` scorer, registered only where torch is installed
     "rm": ("reward_service.scorers.reward_model.scorer",),
     # the ifeval/ifbench checkers (loaded by the first instruction answer); the bench's peer

@@ -9,5 +9,6 @@ reference             plain math_verify `parse`/`verify`, the reference every ve
 code_workload         the `code` workload and its naive baseline (a subprocess per test)
 cpp_workload          the `code-cpp` workload and its naive baseline (g++, then a subprocess)
 instruction_workload  the `ifeval` workload and its plain grader (if-verifiable's own API)
+run_code_bench        `--workload run_code`: /run_code runs, some sleeping, against unconfined ones
 chat_stand_in         a stand-in OpenAI-compatible judge of known behaviour and latency
 """

@@ -81,13 +81,15 @@ def _confined_run(tmp: Path, profile: str, attempt: int, only: list[str] | None)
 def first_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[campaigns.Campaigns[tuple[Path, Attack]]]:
-    """Every selected profile's first confined run, a few at a time from the module's start."""
+    """Every selected profile's first confined run, a few at a time from the module's start.
+    Their directories are made here: pytest's first `mktemp` of a worker makes its base
+    directory afresh, which two threads at once would race for."""
+    profiles = campaigns.selected(request.session, Path(__file__), "attacks")
+    tmps = {profile: tmp_path_factory.mktemp(f"hostile-{profile}") for profile in profiles}
 
     def first(profile: str) -> tuple[Path, Attack]:
-        tmp = tmp_path_factory.mktemp(f"hostile-{profile}")
-        return tmp, _confined_run(tmp, profile, 0, None)
+        return tmps[profile], _confined_run(tmps[profile], profile, 0, None)
 
-    profiles = campaigns.selected(request.session, Path(__file__), "attacks")
     started = campaigns.Campaigns(first, profiles, CAMPAIGNS_WAIT_S)
     try:
         yield started
