@@ -223,8 +223,11 @@ _naive: CodeScorer | None = None
 
 
 def warm_naive_cpp() -> None:
-    """Build this process's `code` scorer over the naive compiler."""
+    """Build this process's `code` scorer over the naive compiler (closing the one before:
+    both C++ workloads warm it, and its scratch directory goes with it)."""
     global _naive
+    if _naive is not None:
+        _naive.close()
     _naive = CodeScorer(GradingLimits(), sandbox_factory=lambda _: NaiveCompiler())
 
 

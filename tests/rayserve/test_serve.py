@@ -320,7 +320,7 @@ def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
     before = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
     items = grpo_workload(seed=99, answers=256)
     asyncio.run(slime_rewards(deployed, [request_body(i) for i in items]))
-    after = [_scored(metrics_port), _scored(metrics_port + 1)]
+    after = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
     assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
     _wait_for(cluster, 1, timeout_s=120)
 
