@@ -36,12 +36,13 @@ class Settings(BaseSettings):
         ge=1,
         description="Grading processes; default: the CPUs this process may use (cgroup, affinity).",
     )
-    waiting_workers: int = Field(
-        0,
+    waiting_workers: int | None = Field(
+        None,
         ge=0,
-        description="Grading processes beyond `workers` that take answers while others wait "
-        "(a sandboxed program that sleeps or blocks): `workers` gradings use CPU at once, "
-        "whatever waits. As many as `workers` suits /run_code; each costs a worker's memory.",
+        description="Spare grading processes at most, started while a worker's grading waits "
+        "(a sandboxed program that sleeps or blocks) and answers queue, retired after 60 s "
+        "idle: `workers` gradings use CPU at once, whatever waits. Unset: as many as "
+        "`workers`; 0: none. Each costs a worker's memory while it lives.",
     )
     default_scorer: str = Field("math_verify", description="Scorer behind plain /score.")
     extra_scorers: dict[str, str] = Field(
@@ -211,6 +212,11 @@ class Settings(BaseSettings):
                 "to serve without auth (set the token, or REWARD_REQUIRE_API_TOKEN=false)"
             )
         return self
+
+    @property
+    def spare_workers(self) -> int:
+        """Spare grading processes at most: `waiting_workers`, or as many as `workers` unset."""
+        return self.workers if self.waiting_workers is None else self.waiting_workers
 
     @classmethod
     def read(cls, **overrides: Any) -> Settings:

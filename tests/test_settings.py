@@ -69,6 +69,26 @@ def test_unlimited_quota_uses_affinity(tmp_path: Path) -> None:
     assert available_cpus(_cgroup(tmp_path, "max 100000\n")) == len(os.sched_getaffinity(0))
 
 
+@pytest.mark.parametrize(("given", "spares"), [(None, 3), ("0", 0), ("1", 1), ("8", 8)])
+def test_spare_workers_are_as_many_as_workers_unless_set(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, spares: int
+) -> None:
+    """`REWARD_WAITING_WORKERS` unset: as many spares as workers; 0: none; N: N."""
+    monkeypatch.setenv("REWARD_WORKERS", "3")
+    if given is None:
+        monkeypatch.delenv("REWARD_WAITING_WORKERS", raising=False)
+    else:
+        monkeypatch.setenv("REWARD_WAITING_WORKERS", given)
+    assert Settings().spare_workers == spares
+
+
+def test_spare_workers_cannot_be_negative(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A negative count of spare workers stops start-up."""
+    monkeypatch.setenv("REWARD_WAITING_WORKERS", "-1")
+    with pytest.raises(InvalidSetting, match="REWARD_WAITING_WORKERS"):
+        Settings.read()
+
+
 @pytest.mark.parametrize("blank", ["", "   ", "\n"])
 def test_blank_api_token_stops_start_up(monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
     """A token that is set but blank is refused, never read as "auth off"."""

@@ -102,6 +102,7 @@ class ScoringEngine:
         registry: ScorerRegistry | None = None,
         on_graded: Callable[[Graded], None] | None = None,
         on_restart: Callable[[str], None] | None = None,
+        on_spare: Callable[[str], None] | None = None,
         only: Collection[str] | None = None,
         start_method: Literal["forkserver", "fork"] = "forkserver",
     ) -> None:
@@ -120,6 +121,7 @@ class ScoringEngine:
         self.settings = settings
         self._on_graded = on_graded or (lambda graded: None)
         self._on_restart = on_restart or (lambda cause: None)
+        self._on_spare = on_spare or (lambda event: None)
         self.limits = GradingLimits(
             timeout_s=settings.grader_timeout_s,
             cache_size=settings.gold_cache_size,
@@ -213,10 +215,11 @@ class ScoringEngine:
         return WorkerPool(
             self.settings.workers,
             functools.partial(worker.set_up, config=config),
-            spare=self.settings.waiting_workers,
+            spare=self.settings.spare_workers,
             max_tasks=self.settings.worker_max_tasks,
             context=context,
             on_restart=self._on_restart,
+            on_spare=self._on_spare,
         )
 
     def _scorer_settings(self) -> dict[str, ScorerSettings]:

@@ -15,11 +15,14 @@ dead worker is simply replaced:
   moment it finishes one instead of idling through a round trip through the
   event loop; tasks beyond that wait in a FIFO queue;
 * tasks with the same affinity prefer one worker, whose caches hold them;
-* `size` tasks compute at once, one per CPU; `spare` workers more take tasks
-  while others' wait (a program that sleeps, blocks, waits on input): while
-  tasks queue, the busy workers' process trees are read from `/proc` every
-  `LOOK_S` (`cpu_use`), and one using under `WAITING_SHARE` of a CPU and
-  none of it runnable frees its CPU slot until it computes again;
+* `size` tasks compute at once, one per CPU; up to `spare` workers more take
+  tasks while others' wait (a program that sleeps, blocks, waits on input):
+  while tasks queue, the busy workers' process trees are read from `/proc`
+  every `LOOK_S` (`cpu_use`), and one using under `WAITING_SHARE` of a CPU
+  and none of it runnable frees its CPU slot until it computes again. Spares
+  start on demand, one per waiting worker that no spare covers yet, and one
+  idle for `SPARE_IDLE_S` is retired (looked for every `SPARE_CHECK_S`);
+  they are never replaced, and take no task of an affinity;
 * no child's death can take the pool down: a dead forkserver costs no worker
   (each is watched through a pidfd of its own once the forkserver is gone,
   and the next spawn relaunches the forkserver), a spawn that fails is
@@ -70,6 +73,10 @@ WAITING_SHARE = 0.2
 runnable, is waiting (sleeping, blocked) and holds no CPU slot."""
 COMPUTING_SHARE = 0.5
 """A waiting worker using this much of a CPU again is computing again."""
+SPARE_IDLE_S = 60.0
+"""A spare worker idle this long is retired."""
+SPARE_CHECK_S = 30.0
+"""How often idle spare workers are looked for."""
 
 
 class _Results(asyncio.Protocol):
@@ -123,6 +130,8 @@ class _Worker:
     """Its running task was seen using no CPU (`WAITING_SHARE`): it holds no CPU slot."""
     looked: tuple[float, float] | None = None
     """(monotonic time, its tree's CPU seconds) at the last look at its running task."""
+    idle_s: float = 0.0
+    """When it last had no task (monotonic)."""
     done: int = 0
     exit_cause: str | None = None
     """Why we stopped it (`deadline`, `recycled`, `closing`); None: it died on its own."""
@@ -177,7 +186,7 @@ def _frame(message: Any) -> bytes:
 
 
 class WorkerPool:
-    """A fixed number of worker processes running tasks under deadlines."""
+    """`size` worker processes, and spares on demand, running tasks under deadlines."""
 
     def __init__(
         self,
@@ -188,11 +197,13 @@ class WorkerPool:
         max_tasks: int = 0,
         context: Any = None,
         on_restart: Callable[[str], None] | None = None,
+        on_spare: Callable[[str], None] | None = None,
     ) -> None:
-        """`size` tasks compute at once (the CPUs), in `size + spare` workers: the spare
-        ones take tasks while others' wait. `initializer` runs once in each new worker,
+        """`size` tasks compute at once (the CPUs), in `size` workers and up to `spare` more,
+        started while others' tasks wait. `initializer` runs once in each new worker,
         before it takes a task (pickled to it: a module-level function, or a
-        `functools.partial` of one)."""
+        `functools.partial` of one). `on_restart(cause)`: a worker was replaced;
+        `on_spare(event)`: a spare worker `started` (is ready) or `retired` (ended)."""
         self.size = size
         self.spare = spare
         self._initializer = initializer
@@ -201,13 +212,16 @@ class WorkerPool:
         self._context: Any = context or multiprocessing.get_context("forkserver")
         self._forks = self._context.get_start_method() == "fork"
         self._on_restart = on_restart or (lambda cause: None)
+        self._on_spare = on_spare or (lambda event: None)
         self._workers: list[_Worker] = []
         self._queue: collections.deque[_Task] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
-        self._spawning: set[asyncio.Task[None]] = set()
+        self._spawning: dict[asyncio.Task[None], int] = {}
+        """Spawns under way, and the slot of each (those from `size` on: spares)."""
         self._free_slots: list[int] = []
         self._look: asyncio.TimerHandle | None = None
+        self._idle_check: asyncio.TimerHandle | None = None
 
     @property
     def queued(self) -> int:
@@ -226,11 +240,22 @@ class WorkerPool:
 
     @property
     def alive(self) -> int:
-        """Workers that are up and initialised."""
+        """Workers that are up and initialised, spares included."""
         return sum(w.ready for w in self._workers)
 
+    @property
+    def spares_alive(self) -> int:
+        """Spare workers that are up and initialised."""
+        return sum(w.ready and self._is_spare(w) for w in self._workers)
+
+    def _is_spare(self, worker: _Worker) -> bool:
+        return self._is_spare_slot(worker.slot)
+
+    def _is_spare_slot(self, slot: int) -> bool:
+        return slot >= self.size
+
     async def start(self, timeout_s: float = 120.0) -> None:
-        """Spawn the workers and wait until every one has initialised.
+        """Spawn the `size` workers and wait until every one has initialised.
 
         Refuses to start while SIGPIPE has its default action: writing to the
         pipe of a child that died (a worker, the resource tracker's probe)
@@ -239,12 +264,12 @@ class WorkerPool:
         if signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL:
             raise RuntimeError("SIGPIPE must be ignored: a child's death would kill this process")
         self._loop = asyncio.get_running_loop()
-        for slot in range(self.size + self.spare):
+        for slot in range(self.size):
             await self._spawn(slot)
         deadline = time.monotonic() + timeout_s
-        while self.alive < self.size + self.spare:
+        while self.alive < self.size:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {self.alive} of {self.size + self.spare} workers started")
+                raise RuntimeError(f"only {self.alive} of {self.size} workers started")
             await asyncio.sleep(0.02)
 
     async def _spawn(self, slot: int) -> None:
@@ -294,7 +319,7 @@ class WorkerPool:
         """
         if self._loop is None or self._closing:
             raise PoolClosed("worker pool is not running")
-        slot = affinity % (self.size + self.spare) if affinity is not None else None
+        slot = affinity % self.size if affinity is not None else None
         task = _Task(
             fn,
             args,
@@ -309,14 +334,18 @@ class WorkerPool:
         return task.future
 
     def _dispatch(self) -> None:
-        """Fill idle workers first (preferring the queue's affine tasks) while a CPU slot is
-        free, then pipelines; with spare workers, look for waiting ones while tasks queue."""
+        """Fill idle workers first (preferring the queue's affine tasks, then the workers that
+        are not spares, so those go idle) while a CPU slot is free, then pipelines; with spare
+        workers, look for waiting ones while tasks queue."""
         while self._queue:
             free = self.computing < self.size
             candidates = [w for w in self._workers if w.available and (w.tasks or free)]
             if not candidates:
                 break
-            worker = min(candidates, key=lambda w: (len(w.tasks), not self._has_affine(w)))
+            worker = min(
+                candidates,
+                key=lambda w: (len(w.tasks), not self._has_affine(w), self._is_spare(w)),
+            )
             task = self._next_for(worker)
             if not task.future.done():
                 self._send(worker, task)
@@ -327,7 +356,8 @@ class WorkerPool:
     def _look_at_cpus(self) -> None:
         """Read the CPU use of each worker whose task has run `LOOK_S` or more: one that used
         under `WAITING_SHARE` of a CPU since the last look, nothing of it runnable, frees its
-        slot; a waiting one that used `COMPUTING_SHARE` again takes one back."""
+        slot; a waiting one that used `COMPUTING_SHARE` again takes one back. Then start the
+        spares the waiting ones call for."""
         self._look = None
         now = time.monotonic()
         for worker in self._workers:
@@ -343,7 +373,46 @@ class WorkerPool:
                 else:
                     worker.waiting = share < WAITING_SHARE and not use.running
             worker.looked = (now, use.cpu_s)
+        self._start_spares()
         self._dispatch()
+
+    def _start_spares(self) -> None:
+        """Each waiting worker gets a spare that is not waiting (idle, computing or starting),
+        `spare` of them at most."""
+        waiting = sum(bool(w.tasks) and w.waiting for w in self._workers)
+        spares = {w.slot: w for w in self._workers if self._is_spare(w)}
+        starting = {s for s in self._spawning.values() if self._is_spare_slot(s)} - set(spares)
+        covering = len(starting) + sum(
+            w.exit_cause is None and not (w.tasks and w.waiting) for w in spares.values()
+        )
+        taken = starting | set(spares)
+        free = [s for s in range(self.size, self.size + self.spare) if s not in taken]
+        for slot in free[: max(0, waiting - covering)]:
+            self._start(slot)
+
+    def _check_idle_spares(self) -> None:
+        self._idle_check = None
+        self.retire_idle_spares()
+        slots = [*(w.slot for w in self._workers), *self._spawning.values()]
+        if any(map(self._is_spare_slot, slots)) and not self._closing and self._loop is not None:
+            self._idle_check = self._loop.call_later(SPARE_CHECK_S, self._check_idle_spares)
+
+    def retire_idle_spares(self, now: float | None = None) -> int:
+        """Retire the spare workers idle for `SPARE_IDLE_S` or more at `now` (monotonic; default:
+        now); how many."""
+        now = time.monotonic() if now is None else now
+        retiring = [
+            w
+            for w in self._workers
+            if self._is_spare(w)
+            and w.ready
+            and w.exit_cause is None
+            and not w.tasks
+            and now - w.idle_s >= SPARE_IDLE_S
+        ]
+        for worker in retiring:
+            self._retire(worker, "idle")
+        return len(retiring)
 
     def _has_affine(self, worker: _Worker) -> bool:
         window = itertools.islice(self._queue, _LOOKAHEAD)
@@ -380,6 +449,9 @@ class WorkerPool:
     def _on_message(self, worker: _Worker, message: Any) -> None:
         if message == READY:
             worker.ready = True
+            worker.idle_s = time.monotonic()
+            if self._is_spare(worker):
+                self._on_spare("started")
             self._dispatch()
             return
         if not worker.tasks:
@@ -391,6 +463,8 @@ class WorkerPool:
         worker.done += 1
         if worker.tasks:
             self._started(worker)
+        else:
+            worker.idle_s = time.monotonic()
         if not task.future.done():
             succeeded, value = message
             if succeeded:
@@ -489,11 +563,10 @@ class WorkerPool:
             self._fail_stranded()
             return
         cause = worker.exit_cause or "died"
-        self._on_restart(cause)
-        self._free_slots.append(worker.slot)
+        spare = self._is_spare(worker)
         if cause == "died":
             log.warning(
-                "grading worker died; replacing it",
+                "spare grading worker died" if spare else "grading worker died; replacing it",
                 extra={
                     "pid": worker.process.pid,
                     "exitcode": exitcode,
@@ -501,26 +574,42 @@ class WorkerPool:
                     **(running.context if running is not None else {}),
                 },
             )
-        delay = _RESPAWN_BACKOFF_S if cause == "died" and not worker.ready else 0.0
-        self._loop.call_later(delay, self._respawn)
+        if spare:
+            if worker.ready:
+                self._on_spare("retired")
+        else:
+            self._on_restart(cause)
+            self._free_slots.append(worker.slot)
+            delay = _RESPAWN_BACKOFF_S if cause == "died" and not worker.ready else 0.0
+            self._loop.call_later(delay, self._respawn)
         self._dispatch()
 
     def _respawn(self) -> None:
         if not self._closing:
-            assert self._loop is not None
-            slot = self._free_slots.pop(0)
-            spawning = self._loop.create_task(self._spawn(slot))
-            self._spawning.add(spawning)
-            spawning.add_done_callback(functools.partial(self._spawned, slot))
+            self._start(self._free_slots.pop(0))
+
+    def _start(self, slot: int) -> None:
+        assert self._loop is not None
+        spawning = self._loop.create_task(self._spawn(slot))
+        self._spawning[spawning] = slot
+        spawning.add_done_callback(functools.partial(self._spawned, slot))
+        if self._is_spare_slot(slot) and self._idle_check is None:
+            self._idle_check = self._loop.call_later(SPARE_CHECK_S, self._check_idle_spares)
 
     def _spawned(self, slot: int, spawning: asyncio.Task[None]) -> None:
-        """A respawn ended; one that failed (say, the forkserver died mid-spawn) is retried."""
+        """A spawn ended; a worker's that failed (say, the forkserver died mid-spawn) is retried,
+        a spare's is not (the next look at the CPUs starts one if one is still called for)."""
         assert self._loop is not None
-        self._spawning.discard(spawning)
+        del self._spawning[spawning]
         if not spawning.cancelled() and spawning.exception() is not None:
-            log.error("could not start a grading worker; retrying", exc_info=spawning.exception())
-            self._free_slots.append(slot)
-            self._loop.call_later(_RESPAWN_BACKOFF_S, self._respawn)
+            spare = self._is_spare_slot(slot)
+            log.error(
+                "could not start a grading worker" + ("" if spare else "; retrying"),
+                exc_info=spawning.exception(),
+            )
+            if not spare:
+                self._free_slots.append(slot)
+                self._loop.call_later(_RESPAWN_BACKOFF_S, self._respawn)
         self._dispatch()
 
     def _fail_queued(self) -> None:
@@ -543,9 +632,10 @@ class WorkerPool:
         another if one is left).
         """
         self._closing = True
-        if self._look is not None:
-            self._look.cancel()
-            self._look = None
+        for timer in (self._look, self._idle_check):
+            if timer is not None:
+                timer.cancel()
+        self._look = self._idle_check = None
         self._fail_queued()
         if self._spawning:
             await asyncio.wait(set(self._spawning))

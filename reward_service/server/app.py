@@ -91,11 +91,13 @@ def _counted_engine(settings: Settings, metrics: ServiceMetrics) -> ScoringEngin
         settings,
         on_graded=metrics.record,
         on_restart=lambda cause: metrics.worker_restarts.labels(cause).inc(),
+        on_spare=lambda event: metrics.spare_workers.labels(event).inc(),
     )
     metrics.watch(
         in_flight=lambda: engine.in_flight,
         queued=lambda: engine.pool.queued if engine.pool else 0,
         alive=lambda: engine.pool.alive if engine.pool else 0,
+        spares_alive=lambda: engine.pool.spares_alive if engine.pool else 0,
         ready=lambda: float(engine.ready),
     )
     return engine

@@ -183,7 +183,21 @@ class ServiceMetrics:
             "reward_gradings_queued", "Gradings waiting for a free worker.", registry=r
         )
         self.workers_alive = Gauge(
-            "reward_workers_alive", "Grading workers up and initialised.", registry=r
+            "reward_workers_alive",
+            "Grading workers up and initialised, spares included.",
+            registry=r,
+        )
+        self.spare_workers_alive = Gauge(
+            "reward_spare_workers_alive",
+            "Spare grading workers up and initialised (started while others' gradings wait).",
+            registry=r,
+        )
+        self.spare_workers = Counter(
+            "reward_spare_workers",
+            "Spare grading workers started (ready) and retired (ended: idle, or killed, "
+            "recycled, dead: a spare is never replaced).",
+            ["event"],
+            registry=r,
         )
         self.ready = Gauge("reward_ready", "1 while /readyz answers 200.", registry=r)
 
@@ -192,12 +206,14 @@ class ServiceMetrics:
         in_flight: Callable[[], float],
         queued: Callable[[], float],
         alive: Callable[[], float],
+        spares_alive: Callable[[], float],
         ready: Callable[[], float],
     ) -> None:
         """Read the gauges from the engine when scraped."""
         self.in_flight.set_function(in_flight)
         self.queued.set_function(queued)
         self.workers_alive.set_function(alive)
+        self.spare_workers_alive.set_function(spares_alive)
         self.ready.set_function(ready)
 
     def record(self, graded: Graded) -> None:

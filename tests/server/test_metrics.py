@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import Receive, Scope, Send
@@ -11,7 +13,8 @@ from reward_service.scorers import Score, Status
 from reward_service.server.metrics import ServiceMetrics
 from reward_service.server.middleware import _MAX_TRACKED_CONNECTIONS, ServiceMiddleware
 from reward_service.settings import Settings
-from reward_service.testing import LiveServer
+from reward_service.testing import LiveServer, live_server
+from tests.conftest import TEST_ENV
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -66,6 +69,26 @@ def test_metrics_count_a_scripted_mix(server: LiveServer) -> None:
     assert _value(after, "reward_workers_alive") >= 1
     assert _value(after, "reward_ready") == 1
     assert _value(after, "reward_gradings_in_flight") == 0
+
+
+def test_metrics_count_spare_workers_started_while_a_grading_waits() -> None:
+    """One worker and spares left to their default: none at start; three 1 s sleepers at once
+    (two sent to the worker, one queued) start one spare, seen in both spare metrics."""
+
+    async def sleepers(url: str) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            body = {"response": "sleep:1"}
+            await asyncio.gather(*(client.post(f"{url}/score/fake", json=body) for _ in range(3)))
+
+    with live_server(workers=1, env=TEST_ENV) as server:
+        before = _samples(server)
+        asyncio.run(sleepers(server.url))
+        after = _samples(server)
+    assert _value(before, "reward_spare_workers_alive") == 0
+    assert _value(after, "reward_spare_workers_alive") == 1
+    assert _value(after, "reward_spare_workers_total", event="started") == 1
+    assert _value(after, "reward_spare_workers_total", event="retired") == 0
+    assert _value(after, "reward_workers_alive") == 2
 
 
 def test_metrics_report_the_grading_path(server: LiveServer) -> None:
