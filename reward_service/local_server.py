@@ -97,17 +97,18 @@ class LiveServer:
 @contextlib.contextmanager
 def live_server(
     workers: int = 1,
-    env: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     ready_timeout_s: float = 60.0,
     quiet: bool = True,
 ) -> Iterator[LiveServer]:
-    """Run `reward-service serve` on a free loopback port until the block ends."""
+    """Run `reward-service serve` on a free loopback port until the block ends, with this
+    process's environment and `env` (a None value: that variable unset)."""
     port = free_port()
     cmd = [sys.executable, "-m", "reward_service", "serve", "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--workers", str(workers)]
     process = subprocess.Popen(
         cmd,
-        env={**os.environ, **(env or {})},
+        env={k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None},
         stdout=subprocess.DEVNULL if quiet else None,
         stderr=subprocess.DEVNULL if quiet else None,
     )

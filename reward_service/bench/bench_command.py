@@ -258,7 +258,7 @@ def register(commands: Subparsers) -> None:
         default="all",
         help="measure this workload alone (default: all but judge, grpo and run_code, in turn); "
         "grpo: groups through /score/group against /score/batch; run_code: /run_code Python "
-        "runs, some sleeping past their timeout, with and without spare workers "
+        "runs, some sleeping past their timeout, with spare workers off and by default "
         "(REWARD_WAITING_WORKERS)",
     )
     judge_bench.add_options(bench)

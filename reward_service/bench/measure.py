@@ -179,6 +179,22 @@ def _descendants(pid: int) -> list[int]:
     return [d for child in map(int, children) for d in (child, *_descendants(child))]
 
 
+def _workers_cpu(server: Any) -> tuple[dict[int, float], dict[int, float]]:
+    """CPU seconds by pid of the server's workers, and of their sandboxes' processes."""
+    workers = server.worker_pids()
+    sandboxes = [d for worker in workers for d in _descendants(worker)]
+    return (
+        {pid: _cpu_seconds(pid) for pid in workers},
+        {pid: _cpu_seconds(pid, reaped=True) for pid in sandboxes},
+    )
+
+
+def _spent(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds between two readings by pid; a process started in between (a spare worker,
+    its sandbox) counts from 0, one ended in between is lost."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
 class CpuShare:
     """Where the CPU went, summed over the rounds of one side: server, workers, sandboxes,
     this client."""
@@ -190,20 +206,17 @@ class CpuShare:
 
     @contextlib.contextmanager
     def measure(self, server: Any, answers: int) -> Iterator[None]:
-        workers = server.worker_pids()
         server_before = _cpu_seconds(server.process.pid)
-        workers_before = sum(map(_cpu_seconds, workers))
-        sandboxes = [d for worker in workers for d in _descendants(worker)]
-        sandboxes_before = sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes)
+        workers_before, sandboxes_before = _workers_cpu(server)
         client_before = time.process_time()
         yield
         self.server_s += _cpu_seconds(server.process.pid) - server_before
-        self.workers_s += sum(map(_cpu_seconds, workers)) - workers_before
-        self.sandboxes_s += sum(_cpu_seconds(pid, reaped=True) for pid in sandboxes)
-        self.sandboxes_s -= sandboxes_before
+        workers_after, sandboxes_after = _workers_cpu(server)
+        self.workers_s += _spent(workers_before, workers_after)
+        self.sandboxes_s += _spent(sandboxes_before, sandboxes_after)
         self.client_s += time.process_time() - client_before
         self.answers += answers
-        self.saw_sandboxes = self.saw_sandboxes or bool(sandboxes)
+        self.saw_sandboxes = self.saw_sandboxes or bool(sandboxes_after)
 
     @property
     def text(self) -> str:

@@ -7,14 +7,15 @@ milliseconds of CPU. Three sides, in `--rounds` parts taking turns:
 
 * plain: every program run unconfined, `python main.py` in a subprocess of its own with
   the timeout, all `IN_FLIGHT` at once: what SandboxFusion does with isolation `none`;
-* one slot per CPU: the service as it starts by default (`REWARD_WAITING_WORKERS=0`): a
+* spares off: the service with `REWARD_WAITING_WORKERS=0` (the Kubernetes manifests'): a
   run that sleeps holds its worker, and its CPU slot, for its whole timeout;
-* /run_code: the service with as many spare workers as workers
-  (`REWARD_WAITING_WORKERS`), which take runs while others' sleep (`grading/pool.py`).
+* default: the service with `REWARD_WAITING_WORKERS` unset: up to as many spare workers
+  as workers, started while runs sleep, take other runs meanwhile (`grading/pool.py`).
 
 Lines: throughput, ratio to plain, p50/p99 per request, wrong answers (a sleeper must
 answer `TimeLimitExceeded`, every other run its number), CPU per answer (the plain
-side's: its subprocesses').
+side's: its subprocesses'), the spare workers the default side started, and the load
+average before and after.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import random
 import resource
 import subprocess
@@ -128,6 +130,22 @@ def _children_cpu(spent: list[float]) -> Iterator[None]:
     spent.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
 
 
+def _spares_started(url: str) -> float:
+    """`reward_spare_workers_total{event="started"}` from the service's /metrics."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics").text):
+        for sample in family.samples:
+            if sample.name == "reward_spare_workers_total" and sample.labels["event"] == "started":
+                return sample.value
+    return 0.0
+
+
+def _load() -> str:
+    return "/".join(f"{load:.1f}" for load in os.getloadavg())
+
+
 def run(args: argparse.Namespace) -> None:
     """The three sides, `--rounds` parts each, taking turns; their lines."""
     from reward_service.local_server import live_server
@@ -141,25 +159,34 @@ def run(args: argparse.Namespace) -> None:
     )
     sets = [run_code_workload(args.seed + side, runs) for side in range(3)]
     parts = zip(*(rounds_of(items, args.rounds) for items in sets), strict=True)
-    plain = before = after = Run(0, 0.0, 0)
+    plain = off = on = Run(0, 0.0, 0)
     plain_cpu: list[float] = []
-    before_cpu, after_cpu = CpuShare(), CpuShare()
+    off_cpu, on_cpu = CpuShare(), CpuShare()
     with (
-        live_server(workers=workers) as one_slot,
-        live_server(workers=workers, env={"REWARD_WAITING_WORKERS": str(workers)}) as spare,
+        live_server(workers=workers, env={"REWARD_WAITING_WORKERS": "0"}) as spares_off,
+        live_server(workers=workers, env={"REWARD_WAITING_WORKERS": None}) as default,
         tempfile.TemporaryDirectory() as scratch,
     ):
         warm = run_code_workload(args.seed + 3, 4 * workers)
-        for server in (one_slot, spare):
+        for server in (spares_off, default):
             asyncio.run(post_runs(server.url, [i for i in warm if i["expected"] is not None]))
-        for plain_part, before_part, after_part in parts:
+        load_before = _load()
+        for plain_part, off_part, on_part in parts:
             with _children_cpu(plain_cpu):
                 plain += run_plain(plain_part, scratch)
-            with before_cpu.measure(one_slot, len(before_part)):
-                before += asyncio.run(post_runs(one_slot.url, before_part))
-            with after_cpu.measure(spare, len(after_part)):
-                after += asyncio.run(post_runs(spare.url, after_part))
+            with off_cpu.measure(spares_off, len(off_part)):
+                off += asyncio.run(post_runs(spares_off.url, off_part))
+            with on_cpu.measure(default, len(on_part)):
+                on += asyncio.run(post_runs(default.url, on_part))
+        load_after = _load()
+        started = _spares_started(default.url)
     print(report_line("plain", plain, None), flush=True)
     print(f"    cpu per answer: {sum(plain_cpu) / runs * 1000:.2f} ms", flush=True)
-    print(report_line("one slot/CPU", before, plain) + before_cpu.text, flush=True)
-    print(report_line("/run_code", after, plain) + after_cpu.text, flush=True)
+    print(report_line("spares off", off, plain) + off_cpu.text, flush=True)
+    print(report_line("default", on, plain) + on_cpu.text, flush=True)
+    print(f"    spare workers started: {started:.0f} (at most {workers} at once)", flush=True)
+    print(
+        f"  default x{on.rate / off.rate:.2f} spares off; load average (1/5/15 min) "
+        f"{load_before} before, {load_after} after",
+        flush=True,
+    )

@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import reward_service.bench
-from reward_service.bench.measure import Run, hit_rates, report_line
+from reward_service.bench.measure import Run, _spent, hit_rates, report_line
 
 
 def test_a_side_s_rounds_add_up_to_one_measurement() -> None:
@@ -34,6 +34,12 @@ def test_hit_rates_are_shares_of_what_happened_between_two_readings() -> None:
     before = {"cache_hit": 10.0, "cache_miss": 10.0, "path_inline": 5.0, "path_worker": 5.0}
     after = {"cache_hit": 13.0, "cache_miss": 11.0, "path_inline": 6.0, "path_worker": 8.0}
     assert hit_rates(before, after) == "verdict cache hits 75%, inline 25%, worker 75%"
+
+
+def test_cpu_spent_counts_a_process_started_in_between_from_zero() -> None:
+    """A worker present at both readings counts its growth; one started in between (a spare)
+    all of its time; one ended in between nothing."""
+    assert _spent({1: 2.0, 2: 5.0}, {1: 3.5, 3: 0.25}) == 1.75
 
 
 def test_the_package_docstring_lists_each_bench_module_once() -> None:

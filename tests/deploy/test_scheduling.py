@@ -147,7 +147,7 @@ def memory_needed(config: Mapping[str, str], cpu_limit: str) -> int:
     """Bytes the container needs: every worker at its cap with its sandbox (zygote, one run
     at its cap, a scratch dir), the HTTP process, bodies held."""
     workers = int(config.get("REWARD_WORKERS", math.ceil(_quantity(cpu_limit))))
-    workers += _setting(config, "waiting_workers")
+    workers += int(config.get("REWARD_WAITING_WORKERS", workers))  # unset: as many spares
     sandbox_mib = (
         ZYGOTE_MIB + _setting(config, "code__max_memory_mb") + _setting(config, "code__scratch_mb")
     )
@@ -169,6 +169,17 @@ def test_memory_check_fails_when_code_runs_may_grow(rendered: Rendered) -> None:
     cap = _setting(rendered.config, "code__max_memory_mb")
     grown = {**rendered.config, "REWARD_CODE__MAX_MEMORY_MB": str(2 * cap)}
     assert _quantity(limits["memory"]) < memory_needed(grown, limits["cpu"])
+
+
+def test_memory_check_fails_when_spare_workers_are_left_to_their_default(
+    rendered: Rendered,
+) -> None:
+    """Spare workers on (REWARD_WAITING_WORKERS unset: as many as workers) without raising the
+    limit breaks the memory arithmetic: the manifests turn them off."""
+    limits = rendered.container["resources"]["limits"]
+    unset = {k: v for k, v in rendered.config.items() if k != "REWARD_WAITING_WORKERS"}
+    assert rendered.config.get("REWARD_WAITING_WORKERS") == "0"
+    assert _quantity(limits["memory"]) < memory_needed(unset, limits["cpu"])
 
 
 def test_memory_check_fails_when_the_body_budget_grows(rendered: Rendered) -> None:
