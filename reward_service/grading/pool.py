@@ -222,6 +222,8 @@ class WorkerPool:
         self._free_slots: list[int] = []
         self._look: asyncio.TimerHandle | None = None
         self._idle_check: asyncio.TimerHandle | None = None
+        self._spares_paused_s = 0.0
+        """No spare starts before this (monotonic): one failed to start."""
 
     @property
     def queued(self) -> int:
@@ -379,6 +381,8 @@ class WorkerPool:
     def _start_spares(self) -> None:
         """Each waiting worker gets a spare that is not waiting (idle, computing or starting),
         `spare` of them at most."""
+        if time.monotonic() < self._spares_paused_s:
+            return
         waiting = sum(bool(w.tasks) and w.waiting for w in self._workers)
         spares = {w.slot: w for w in self._workers if self._is_spare(w)}
         starting = {s for s in self._spawning.values() if self._is_spare_slot(s)} - set(spares)
@@ -598,7 +602,8 @@ class WorkerPool:
 
     def _spawned(self, slot: int, spawning: asyncio.Task[None]) -> None:
         """A spawn ended; a worker's that failed (say, the forkserver died mid-spawn) is retried,
-        a spare's is not (the next look at the CPUs starts one if one is still called for)."""
+        a spare's is not: the next look at the CPUs past `_RESPAWN_BACKOFF_S` starts one if one
+        is still called for."""
         assert self._loop is not None
         del self._spawning[spawning]
         if not spawning.cancelled() and spawning.exception() is not None:
@@ -607,7 +612,9 @@ class WorkerPool:
                 "could not start a grading worker" + ("" if spare else "; retrying"),
                 exc_info=spawning.exception(),
             )
-            if not spare:
+            if spare:
+                self._spares_paused_s = time.monotonic() + _RESPAWN_BACKOFF_S
+            else:
                 self._free_slots.append(slot)
                 self._loop.call_later(_RESPAWN_BACKOFF_S, self._respawn)
         self._dispatch()

@@ -72,12 +72,13 @@ def test_metrics_count_a_scripted_mix(server: LiveServer) -> None:
 
 
 def test_metrics_count_spare_workers_started_while_a_grading_waits() -> None:
-    """One worker and spares left to their default: none at start; three 1 s sleepers at once
-    (two sent to the worker, one queued) start one spare, seen in both spare metrics."""
+    """One worker and spares left to their default: none at start; three 3 s sleepers at once
+    (two sent to the worker, one queued for the 3 s a spare may take to start on a loaded
+    machine) start one spare, seen in both spare metrics."""
 
     async def sleepers(url: str) -> None:
         async with httpx.AsyncClient(timeout=30) as client:
-            body = {"response": "sleep:1"}
+            body = {"response": "sleep:3"}
             await asyncio.gather(*(client.post(f"{url}/score/fake", json=body) for _ in range(3)))
 
     with live_server(workers=1, env=TEST_ENV) as server:
