@@ -30,6 +30,8 @@ def _settings_help() -> str:
     for name, field in Settings.model_fields.items():
         if name == "workers":
             default: object = "CPUs available"
+        elif name == "waiting_workers":
+            default = "as many as workers"
         elif field.default_factory is not None:
             default = field.default_factory()  # type: ignore[call-arg]
         else:

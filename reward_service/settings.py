@@ -41,8 +41,8 @@ class Settings(BaseSettings):
         ge=0,
         description="Spare grading processes at most, started while a worker's grading waits "
         "(a sandboxed program that sleeps or blocks) and answers queue, retired after 60 s "
-        "idle: `workers` gradings use CPU at once, whatever waits. Unset: as many as "
-        "`workers`; 0: none. Each costs a worker's memory while it lives.",
+        "idle; unset: as many as `workers`, 0: none. `workers` gradings use CPU at once, "
+        "whatever waits; each spare costs a worker's memory while it lives.",
     )
     default_scorer: str = Field("math_verify", description="Scorer behind plain /score.")
     extra_scorers: dict[str, str] = Field(

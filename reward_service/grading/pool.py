@@ -22,7 +22,7 @@ dead worker is simply replaced:
   and none of it runnable frees its CPU slot until it computes again. Spares
   start on demand, one per waiting worker that no spare covers yet, and one
   idle for `SPARE_IDLE_S` is retired (looked for every `SPARE_CHECK_S`);
-  they are never replaced, and take no task of an affinity;
+  they are never replaced, and no affinity prefers one;
 * no child's death can take the pool down: a dead forkserver costs no worker
   (each is watched through a pidfd of its own once the forkserver is gone,
   and the next spawn relaunches the forkserver), a spawn that fails is
