@@ -1,8 +1,9 @@
 """The service on a real local Ray cluster: a head that declares a GPU, and a CPU-only node.
 
-One cluster for the module (started and stopped here, nothing left running);
-the application is deployed through the CLI as the README says, then scaled,
-killed and redeployed by the tests in order.
+One cluster for the module (started and stopped here, nothing left running), since a
+cluster's start costs more than most tests on it: the application is deployed through the
+CLI as the README says, then scaled, killed and redeployed by the tests in order; then the
+direct path the same way; then a SLIME job submitted with the bash launcher.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -25,6 +27,7 @@ import httpx
 import pytest
 
 from reward_service.bench.workload import grpo_workload, request_body
+from reward_service.launcher.slime_command import launcher_script
 from reward_service.local_server import _children
 from reward_service.rayserve.cluster import AppStatus, Dashboard
 from reward_service.rayserve.direct_cluster import DirectStatus, direct_status
@@ -617,3 +620,79 @@ def test_scaling_direct_down_under_load_drains_and_delete_removes_them(
     assert deleted.returncode == 0, deleted.stderr
     status = _direct_cli("ray", "direct", "status", "--address", cluster.dashboard)
     assert status.returncode == 1 and "0 alive" in status.stdout
+
+
+# A SLIME job on the same cluster: `slime submit` and the bash launcher, the service live
+# beside the cluster. The job's stand-in `train.py` records its argv and posts SLIME-shaped
+# requests to the `--rm-url` it got.
+
+REPO = Path(__file__).resolve().parents[2]
+
+MODEL_ARGS = [
+    *("--num-layers", "36", "--hidden-size", "2560", "--ffn-hidden-size", "9728"),
+    *("--swiglu", "--vocab-size", "151936", "--rotary-base", "1000000"),
+    *("--run-name", "qwen3 4B run #1", "--note", "it's \"quoted\" & 'single'"),
+    *("--template", "$HOME ${MODEL_ARGS[@]} `id` $(id) \\n", "--glob", "*"),
+    *("--empty", "", "--semicolon", "a;b | c", "--newline", "line1\nline2"),
+]
+EXTRA_ARGS = ["--rollout-batch-size", "8", "--tag", "caller's $TAG"]
+
+TRAIN_PY = """\
+import json, os, sys, urllib.request
+
+argv = sys.argv[1:]
+url = argv[len(argv) - 1 - argv[::-1].index("--rm-url") + 1]
+rewards = []
+for response in ("so \\\\boxed{2}", "so \\\\boxed{3}"):
+    body = json.dumps({"prompt": "1+1?", "response": response, "label": "2"}).encode()
+    request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        rewards.append(json.loads(answer.read()))
+record = {"argv": argv, "rewards": rewards, "secret_seen": os.environ.get("JOB_SECRET") == "s3"}
+with open(os.environ["RECORD_PATH"], "w") as out:
+    json.dump(record, out)
+"""
+
+
+def _working_dir(tmp_path: Path) -> Path:
+    work = tmp_path / "recipe"
+    (work / "scripts").mkdir(parents=True)
+    (work / "scripts" / "slime_launcher.sh").write_text(launcher_script())
+    (work / "train.py").write_text(TRAIN_PY)
+    (work / "model.sh").write_text(f"MODEL_ARGS=({shlex.join(MODEL_ARGS)})\n")
+    return work
+
+
+def test_a_slime_job_gets_argv_intact_and_rewards_right(
+    cluster: LocalCluster, reward_url: str, tmp_path: Path
+) -> None:
+    """A job submitted by `slime submit` with the bash launcher gets every argument and the rm
+    URL once; its stand-in `train.py` posts SLIME-shaped requests there and records them."""
+    record = tmp_path / "record.json"
+    rm_url = f"{reward_url}/score/math_verify"
+    command = [sys.executable, "-m", "reward_service", "slime", "submit", "--wait"]
+    command += ["--address", cluster.dashboard, "--working-dir", str(_working_dir(tmp_path))]
+    for name, value in {
+        "MODEL_SCRIPT": "model.sh",
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(REPO),
+        "RECORD_PATH": str(record),
+        "SLIME_REWARD_URL": rm_url,
+        "SLIME_REWARD_WAIT_S": "30",
+    }.items():
+        command += ["--env", f"{name}={value}"]
+    command += ["--secret-env", "JOB_SECRET", "--"]
+    command += ["bash", "scripts/slime_launcher.sh", *EXTRA_ARGS]
+    env = {**os.environ, "JOB_SECRET": "s3"}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "<secret from $JOB_SECRET>" in result.stdout
+    assert '"s3"' not in result.stdout + result.stderr
+
+    job = json.loads(record.read_text())
+    assert len(MODEL_ARGS) >= 20
+    assert job["argv"] == [*MODEL_ARGS, *EXTRA_ARGS, "--rm-type", "remote_rm", "--rm-url", rm_url]
+    assert job["argv"].count("--rm-type") == 1
+    assert job["argv"].count("--rm-url") == 1
+    assert job["rewards"] == [1.0, 0.0]
+    assert job["secret_seen"] is True
