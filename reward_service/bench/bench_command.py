@@ -258,10 +258,12 @@ def register(commands: Subparsers) -> None:
         default="all",
         help="measure this workload alone (default: all but judge, grpo and run_code, in turn); "
         "grpo: groups through /score/group against /score/batch; run_code: /run_code Python "
-        "runs, some sleeping past their timeout, with and without spare workers "
-        "(REWARD_WAITING_WORKERS)",
+        "(or C++) runs, some sleeping past their timeout, with and without spare workers "
+        "(REWARD_WAITING_WORKERS), and optionally against another SandboxFusion-compatible "
+        "server",
     )
     judge_bench.add_options(bench)
+    run_code_bench.add_options(bench)
     bench.add_argument(
         "--step-answers",
         type=int,
