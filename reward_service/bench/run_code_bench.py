@@ -20,7 +20,8 @@ Three sides, and a fourth with `--against URL`, in `--rounds` parts taking turns
 Lines: throughput, ratio to plain, p50/p99 per request, wrong answers (a sleeper must
 answer `TimeLimitExceeded`, every other run its number), CPU per answer (the plain
 side's: its subprocesses'; none for `against`, whose processes are not the bench's), the
-service's ratio to `against`, and the machine's load average before and after.
+statuses of a side's wrong answers, the service's ratio to `against`, and the machine's
+load average before and after.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -129,8 +131,17 @@ def _right(answer: dict[str, Any], expected: str | None) -> bool:
     return answer.get("status") == "Success" and result.get("stdout") == expected
 
 
-async def post_runs(url: str, items: list[dict[str, Any]]) -> Run:
-    """Every body of `items` posted to `/run_code`, `IN_FLIGHT` at once."""
+def _status(answer: dict[str, Any]) -> str:
+    """An answer's status and its run's, `Failed/TimeLimitExceeded` say."""
+    result = answer.get("run_result") or {}
+    return f"{answer.get('status')}/{result.get('status')}"
+
+
+async def post_runs(
+    url: str, items: list[dict[str, Any]], misses: Counter[str] | None = None
+) -> Run:
+    """Every body of `items` posted to `/run_code`, `IN_FLIGHT` at once; the statuses of the
+    wrong answers counted in `misses`."""
     import aiohttp
 
     latencies: list[float] = []
@@ -142,7 +153,11 @@ async def post_runs(url: str, items: list[dict[str, Any]]) -> Run:
         async def post(item: dict[str, Any]) -> bool:
             async with session.post(f"{url}/run_code", json=item["body"]) as resp:
                 resp.raise_for_status()
-                return _right(await resp.json(), item["expected"])
+                answer = await resp.json()
+                right = _right(answer, item["expected"])
+                if not right and misses is not None:
+                    misses[_status(answer)] += 1
+                return right
 
         started = time.perf_counter()
         right = await asyncio.gather(*(timed(post(item), latencies) for item in items))
@@ -237,6 +252,13 @@ def _load() -> str:
     return ", ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
+def _misses(misses: Counter[str]) -> str:
+    """The statuses of a side's wrong answers, as a line under its own (none if none)."""
+    if not misses:
+        return ""
+    return "\n    wrong answers: " + ", ".join(f"{k} {n}" for k, n in misses.most_common())
+
+
 def run(args: argparse.Namespace) -> None:
     """The sides, `--rounds` parts each, taking turns; their lines."""
     from reward_service.local_server import live_server
@@ -262,6 +284,7 @@ def run(args: argparse.Namespace) -> None:
     plain = before = after = other = Run(0, 0.0, 0)
     plain_cpu: list[float] = []
     before_cpu, after_cpu = CpuShare(), CpuShare()
+    missed: list[Counter[str]] = [Counter(), Counter(), Counter()]
     with (
         live_server(workers=workers) as one_slot,
         live_server(workers=workers, env={"REWARD_WAITING_WORKERS": str(workers)}) as spare,
@@ -269,22 +292,27 @@ def run(args: argparse.Namespace) -> None:
     ):
         warm = run_code_workload(args.seed + sides, 4 * workers, language)
         for url in (one_slot.url, spare.url, *([against] if against else [])):
-            asyncio.run(post_runs(url, [i for i in warm if i["expected"] is not None]))
+            warmed = Counter[str]()
+            done = asyncio.run(
+                post_runs(url, [i for i in warm if i["expected"] is not None], warmed)
+            )
+            if done.wrong:
+                print(f"  warm-up at {url}: {done.wrong} of {done.answers} wrong{_misses(warmed)}")
         for plain_part, before_part, after_part, *other_part in parts:
             with _children_cpu(plain_cpu):
                 plain += run_plain(plain_part, scratch)
             with before_cpu.measure(one_slot, len(before_part)):
-                before += asyncio.run(post_runs(one_slot.url, before_part))
+                before += asyncio.run(post_runs(one_slot.url, before_part, missed[0]))
             with after_cpu.measure(spare, len(after_part)):
-                after += asyncio.run(post_runs(spare.url, after_part))
+                after += asyncio.run(post_runs(spare.url, after_part, missed[1]))
             if against:
-                other += asyncio.run(post_runs(against, other_part[0]))
+                other += asyncio.run(post_runs(against, other_part[0], missed[2]))
     print(report_line("plain", plain, None), flush=True)
     print(f"    cpu per answer: {sum(plain_cpu) / runs * 1000:.2f} ms", flush=True)
-    print(report_line("one slot/CPU", before, plain) + before_cpu.text, flush=True)
-    print(report_line("/run_code", after, plain) + after_cpu.text, flush=True)
+    print(report_line("one slot/CPU", before, plain) + before_cpu.text + _misses(missed[0]))
+    print(report_line("/run_code", after, plain) + after_cpu.text + _misses(missed[1]))
     if against:
-        print(report_line("against", other, plain), flush=True)
+        print(report_line("against", other, plain) + _misses(missed[2]), flush=True)
         print(
             f"  /run_code x{after.rate / other.rate:.2f} and one slot/CPU "
             f"x{before.rate / other.rate:.2f} vs against",

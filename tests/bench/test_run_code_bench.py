@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections import Counter
 
 import pytest
 
@@ -79,6 +80,14 @@ def test_another_servers_run_code_is_posted_the_same_runs(reward_url: str, langu
     service's own here): every answer as expected, the sleeper's `TimeLimitExceeded` too."""
     done = asyncio.run(post_runs(reward_url, _sample(language)))
     assert (done.answers, done.wrong, len(done.latencies_s)) == (3, 0, 3)
+
+
+def test_a_wrong_answers_statuses_are_counted(reward_url: str) -> None:
+    """A run whose stdout is not the one expected is wrong, and its statuses are counted."""
+    item, *_ = [item for item in _sample("python") if item["expected"] is not None]
+    misses: Counter[str] = Counter()
+    done = asyncio.run(post_runs(reward_url, [{**item, "expected": "nope\n"}], misses))
+    assert (done.wrong, misses) == (1, Counter({"Success/Finished": 1}))
 
 
 @pytest.mark.parametrize(
