@@ -131,10 +131,13 @@ def _right(answer: dict[str, Any], expected: str | None) -> bool:
     return answer.get("status") == "Success" and result.get("stdout") == expected
 
 
-def _status(answer: dict[str, Any]) -> str:
-    """An answer's status and its run's, `Failed/TimeLimitExceeded` say."""
+def _status(answer: dict[str, Any], expected: str | None) -> str:
+    """An answer's status and its run's, `Failed/TimeLimitExceeded` say, `(sleeper)` after
+    a sleeper's."""
     result = answer.get("run_result") or {}
-    return f"{answer.get('status')}/{result.get('status')}"
+    return f"{answer.get('status')}/{result.get('status')}" + (
+        " (sleeper)" if expected is None else ""
+    )
 
 
 async def post_runs(
@@ -156,7 +159,7 @@ async def post_runs(
                 answer = await resp.json()
                 right = _right(answer, item["expected"])
                 if not right and misses is not None:
-                    misses[_status(answer)] += 1
+                    misses[_status(answer, item["expected"])] += 1
                 return right
 
         started = time.perf_counter()

@@ -83,11 +83,16 @@ def test_another_servers_run_code_is_posted_the_same_runs(reward_url: str, langu
 
 
 def test_a_wrong_answers_statuses_are_counted(reward_url: str) -> None:
-    """A run whose stdout is not the one expected is wrong, and its statuses are counted."""
-    item, *_ = [item for item in _sample("python") if item["expected"] is not None]
+    """A run whose stdout is not the one expected, or a sleeper's, or a run that times out
+    where it should not: each wrong, its statuses counted, a sleeper's marked."""
+    sleeper, item, _ = _sample("python")
     misses: Counter[str] = Counter()
-    done = asyncio.run(post_runs(reward_url, [{**item, "expected": "nope\n"}], misses))
-    assert (done.wrong, misses) == (1, Counter({"Success/Finished": 1}))
+    wrongly = [{**item, "expected": "nope\n"}, {**item, "expected": None}]
+    done = asyncio.run(post_runs(reward_url, [*wrongly, {**sleeper, "expected": "0\n"}], misses))
+    assert done.wrong == 3
+    assert misses == Counter(
+        {"Success/Finished": 1, "Success/Finished (sleeper)": 1, "Failed/TimeLimitExceeded": 1}
+    )
 
 
 @pytest.mark.parametrize(
