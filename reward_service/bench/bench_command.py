@@ -166,6 +166,8 @@ def _compare_sides(
 def _bench(args: argparse.Namespace) -> None:
     from reward_service.local_server import live_server
 
+    if args.against and args.workload != "run_code":
+        raise SystemExit("--against is the run_code workload's (--workload run_code)")
     if args.workload == "judge":
         judge_bench.run(args)
         return

@@ -53,8 +53,9 @@ TIMEOUT_S = 2
 SLEEPERS = 0.03
 """The share of programs that sleep past the timeout (12 of 400)."""
 COMPILE_TIMEOUT_S = 30
-"""A C++ run's `compile_timeout`: 32 builds at once on a small machine take seconds each
-where the runner builds them all at once (the service caps it at its own build time)."""
+"""A C++ run's `compile_timeout`: where a runner starts all 32 builds at once (the plain
+side, SandboxFusion), each takes seconds on a small machine; the service caps it at its own
+build time, its builds taking turns for its CPU slots."""
 LANGUAGES = ("python", "cpp")
 CPP_COMPILE = ("g++", "-std=c++17")
 """The plain side's build, SandboxFusion's (`-O2` is the service's own)."""

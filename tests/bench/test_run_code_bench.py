@@ -147,6 +147,13 @@ def test_the_bench_refuses_a_remote_server_before_starting_any(
     assert capsys.readouterr().out == ""
 
 
+def test_against_is_refused_beside_another_workload() -> None:
+    """`--against` without `--workload run_code` stops the bench rather than be ignored."""
+    args = build_parser().parse_args(["bench", "--against", "http://127.0.0.1:1"])
+    with pytest.raises(SystemExit, match="--workload run_code"):
+        args.run(args)
+
+
 def test_a_short_bench_against_another_server_prints_its_side(
     reward_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
