@@ -166,6 +166,8 @@ def _compare_sides(
 def _bench(args: argparse.Namespace) -> None:
     from reward_service.local_server import live_server
 
+    if args.against and args.workload != "run_code":
+        raise SystemExit("--against is the run_code workload's (--workload run_code)")
     if args.workload == "judge":
         judge_bench.run(args)
         return
@@ -258,10 +260,12 @@ def register(commands: Subparsers) -> None:
         default="all",
         help="measure this workload alone (default: all but judge, grpo and run_code, in turn); "
         "grpo: groups through /score/group against /score/batch; run_code: /run_code Python "
-        "runs, some sleeping past their timeout, with spare workers off and by default "
-        "(REWARD_WAITING_WORKERS)",
+        "(or C++) runs, some sleeping past their timeout, with spare workers off and by default "
+        "(REWARD_WAITING_WORKERS), and optionally against another SandboxFusion-compatible "
+        "server",
     )
     judge_bench.add_options(bench)
+    run_code_bench.add_options(bench)
     bench.add_argument(
         "--step-answers",
         type=int,
