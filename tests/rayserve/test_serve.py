@@ -208,7 +208,7 @@ def test_serve_against_direct_throughput_prints_a_ratio(
 ) -> None:
     """`ray bench` grades the same answers through Serve and plain serve, all right, and a ratio."""
     result = _cli(
-        *("ray", "bench", "--address", cluster.dashboard, "--answers", "200", "--rounds", "1")
+        *("ray", "bench", "--address", cluster.dashboard, "--answers", "100", "--rounds", "1")
     )
     assert result.returncode == 0, result.stdout + result.stderr
     print(result.stdout)
@@ -224,7 +224,7 @@ def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
     with Dashboard(cluster.dashboard) as dashboard:
         app = dashboard.details()["applications"]["reward-service"]
     victim = app["deployments"]["RewardService"]["replicas"][0]
-    items = grpo_workload(seed=17, answers=1200)
+    items = grpo_workload(seed=17, answers=600)  # the kill comes at the first answer counted
 
     async def load_and_kill() -> list[float]:
         bodies = [request_body(i) for i in items]
