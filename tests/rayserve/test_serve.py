@@ -34,6 +34,7 @@ from reward_service.rayserve.direct_cluster import DirectStatus, direct_status
 from reward_service.rayserve.placement import PlacementError
 from reward_service.rayserve.spec import ServeSpec
 from reward_service.rayserve.throughput import slime_rewards
+from tests.conftest import FAKE_SCORER
 
 from .local_cluster import RAY_WORKER_PORTS, LocalCluster, local_cluster, port, ray_cli
 
@@ -279,13 +280,19 @@ def _scored_once_up(metrics_port: int, timeout_s: float = 60) -> float:
 
 
 def _scored(metrics_port: int) -> float:
-    """Requests to /score a replica answered, from its own /metrics."""
+    """Requests to /score (any scorer's) a replica answered, from its own /metrics."""
     text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
     return sum(
         float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith("reward_http_requests_total{") and 'route="/score"' in line
+        if line.startswith("reward_http_requests_total{") and 'route="/score' in line
     )
+
+
+SLOW = {"prompt": "", "response": "sleep:0.5", "label": ""}
+"""An answer the fake scorer takes 0.5 s to grade, asleep: load that keeps requests ongoing
+(what Serve's autoscaler counts) at a few requests a second, not Serve's ~10 ms of CPU for
+each of the hundreds a second math answers would take."""
 
 
 def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
@@ -302,27 +309,25 @@ def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
         look_back_period_s=2,
         host="127.0.0.1",
         port=cluster.serve_port,
+        env={"REWARD_EXTRA_SCORERS": FAKE_SCORER},
     )
     with Dashboard(cluster.dashboard) as dashboard:
         dashboard.deploy(spec, {}, wait_s=120, say=print)
     _wait_for(cluster, 1)
+    slow = f"{deployed}/fake"
 
     async def load_until_two() -> float:
         started = time.monotonic()
-        seed = 100
         while len(_running(cluster)) < 2:
             assert time.monotonic() - started < 120, _status(cluster).describe()
-            items = grpo_workload(seed=seed, answers=256)
-            result = await slime_rewards(deployed, [request_body(i) for i in items])
-            assert result.rewards == [item["expected"] for item in items]
-            seed += 1
+            result = await slime_rewards(slow, [SLOW] * 32)
+            assert result.rewards == [1.0] * 32
         return time.monotonic() - started
 
     upscaled_after = asyncio.run(load_until_two())
     print(f"second replica after {upscaled_after:.1f}s of load")
     before = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
-    items = grpo_workload(seed=99, answers=256)
-    asyncio.run(slime_rewards(deployed, [request_body(i) for i in items]))
+    asyncio.run(slime_rewards(slow, [SLOW] * 32))
     after = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
     assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
     _wait_for(cluster, 1, timeout_s=120)
