@@ -7,7 +7,9 @@ One campaign per platform profile (`tests.sandbox.harness.platforms`) posts ever
 hostile program and every forgery to `/score/code?detail=1` two at a time
 while `/livez` is polled and math answers are graded alongside, then a
 GRPO-like group (three correct answers and a copier on one label); the
-tests read what it saw. A program's findings come back the one way a
+tests read what it saw. The profiles' campaigns go two at a time from the module's
+start (`tests.sandbox.harness.campaigns`): each has its own server, port, listeners
+and canaries. A program's findings come back the one way a
 service answers: the stderr excerpt of `first_failure`.
 """
 
@@ -34,7 +36,7 @@ import pytest
 
 from reward_service.sandbox import Kind
 from reward_service.testing import LivenessProbe, free_port
-from tests.sandbox.harness import confine, platforms, procs
+from tests.sandbox.harness import campaigns, confine, platforms, procs
 from tests.sandbox.harness.hostile_programs import (
     ACHIEVED,
     COPY_ANSWER,
@@ -70,6 +72,8 @@ RUN_CODE_READERS = (
 LIVE_PROFILES = ("full", "nonroot-pod", "nonroot-old-kernel")
 """The platforms a live server is attacked on (`tests.sandbox.harness.platforms`): all layers, the
 manifests' unprivileged pod, and that pod on a kernel without landlock."""
+CAMPAIGNS_WAIT_S = len(LIVE_PROFILES) * (DEADLINE_S + 60)
+"""A profile's campaign may wait for every earlier one to end at its server's deadline."""
 
 pytestmark = [
     pytest.mark.heavy,
@@ -218,18 +222,8 @@ def _copy_attempt(client: httpx.Client, url: str) -> tuple[Any, Any]:
     return solved, copier
 
 
-@pytest.fixture(
-    scope="module",
-    params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in LIVE_PROFILES],
-)
-def campaign(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Campaign]:
+def _campaign(tmp: Path, profile: str) -> Campaign:
     """Start the confined server, send every hostile program and forgery, stop it; the record."""
-    profile: str = request.param
-    if reason := platforms.unavailable(profile):
-        pytest.skip(reason)
-    tmp = tmp_path_factory.mktemp(f"hostile_code-{profile}")
     found = Campaign(canaries=confine.canaries(), profile=profile)
     env = {**os.environ, **found.canaries, "REWARD_ACCESS_LOG": "all", "REWARD_WORKERS": "2"}
     listeners = Listeners()
@@ -305,7 +299,36 @@ def campaign(
     found.outer = confine.read_report(server.report)
     found.log = server.log.read_text(errors="replace")
     (tmp / "answers.json").write_text(json.dumps(found.answers, indent=1, default=str))
-    yield found
+    return found
+
+
+@pytest.fixture(scope="module")
+def started(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[campaigns.Campaigns[Campaign]]:
+    """Every selected profile's campaign, a few at a time from the module's start (their
+    directories made here: two threads' first `mktemp` would race for pytest's base)."""
+    profiles = campaigns.selected(request.session, Path(__file__), "campaign")
+    tmps = {profile: tmp_path_factory.mktemp(f"hostile_code-{profile}") for profile in profiles}
+    running = campaigns.Campaigns(
+        lambda profile: _campaign(tmps[profile], profile), profiles, CAMPAIGNS_WAIT_S
+    )
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+@pytest.fixture(
+    scope="module",
+    params=[p if p == "full" else pytest.param(p, marks=pytest.mark.slow) for p in LIVE_PROFILES],
+)
+def campaign(request: pytest.FixtureRequest, started: campaigns.Campaigns[Campaign]) -> Campaign:
+    """One profile's campaign, once it has ended."""
+    profile: str = request.param
+    if reason := platforms.unavailable(profile):
+        pytest.skip(reason)
+    return started.result(profile)
 
 
 def test_server_runs_confined(campaign: Campaign) -> None:

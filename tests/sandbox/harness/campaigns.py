@@ -1,10 +1,11 @@
 """A module's per-profile confined campaigns, run a few at a time from the module's start.
 
-A campaign (one profile's confined runner: hostile programs, residue checks) mostly waits:
-its programs sleep or spin out their time limits one after another. Run in turn, each
+A campaign (one profile's confined runner: hostile programs, residue checks; or a confined
+live server that hostile answers are posted to) mostly waits: its programs sleep or spin
+out their time limits one after another. Run in turn, each
 profile's campaign waited for the tests of the one before; started together, later profiles'
 campaigns run while earlier ones' tests read their reports. Campaigns cannot see one another:
-each has its own PID and mount namespaces, `/tmp`, listeners and report files.
+each has its own PID and mount namespaces, `/tmp`, listeners, report files (and port).
 """
 
 from __future__ import annotations

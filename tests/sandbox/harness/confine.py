@@ -163,7 +163,7 @@ def kill_namespace() -> int:
     """SIGKILL every other process of this namespace, by PID, until none is left."""
     killed = 0
     for _ in range(200):
-        others = [p for p in procs.processes() if p.pid != 1]
+        others = [p for p in procs.stats() if p.pid != 1]
         if not others:
             break
         for process in others:
@@ -199,7 +199,7 @@ def supervise(child: subprocess.Popen[bytes], report: Report, deadline_s: float)
             code = os.waitstatus_to_exitcode(statuses[child.pid])
             report.write("exit", code=code, peak_processes=peak_processes, peak_rss=peak_rss)
             return code
-        alive = [p for p in procs.processes() if p.pid != 1]
+        alive = [p for p in procs.stats() if p.pid != 1]
         rss = sum(p.rss_bytes for p in alive)
         peak_processes, peak_rss = max(peak_processes, len(alive)), max(peak_rss, rss)
         reason = None
@@ -212,12 +212,8 @@ def supervise(child: subprocess.Popen[bytes], report: Report, deadline_s: float)
         elif time.monotonic() - started > deadline_s:
             reason = f"deadline of {deadline_s} s"
         if reason:
-            report.write(
-                "watchdog",
-                reason=reason,
-                processes=[p.describe() for p in alive[:30]],
-                killed=kill_namespace(),
-            )
+            described = [p.describe() for p in procs.processes() if p.pid != 1][:30]
+            report.write("watchdog", reason=reason, processes=described, killed=kill_namespace())
         time.sleep(0.02)
 
 

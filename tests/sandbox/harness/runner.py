@@ -52,6 +52,10 @@ ALL_CPUS = os.sched_getaffinity(0)
 REPO = Path(__file__).resolve().parents[3]
 SCRATCH_MB = 64
 SURVIVOR_GRACE_S = 1.0
+SURVIVOR_POLL_S = 0.01
+"""How often a new process is looked for again while the grace lasts: the sandbox's own
+template for the health run's limits ends 0.1 s after it (`zygote.TEMPLATE_IDLE_S`), and
+each program waits for that; a scan reads one stat line per process."""
 STDERR_CAP = 4096
 SLACK_S = 2.0
 """Seconds a run may last past its time limit (process start, kill, reap)."""
@@ -125,7 +129,7 @@ class Sampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            alive = procs.processes()
+            alive = procs.stats()
             self.peak_processes = max(self.peak_processes, len(alive))
             self.peak_rss = max(self.peak_rss, sum(p.rss_bytes for p in alive))
             self._stop.wait(0.02)
@@ -200,7 +204,7 @@ class Harness:
         return ""
 
     def snapshot_baseline(self) -> None:
-        self.baseline = {p.pid for p in procs.processes()}
+        self.baseline = {p.pid for p in procs.stats()}
 
     def survivors(self) -> list[str]:
         """Processes that are neither ours nor the sandbox's own, still alive after a grace.
@@ -211,21 +215,24 @@ class Harness:
         """
         deadline = time.monotonic() + SURVIVOR_GRACE_S
         while True:
-            new = [p for p in procs.processes() if p.pid not in self.baseline | self.known]
+            new = [p for p in procs.stats() if p.pid not in self.baseline | self.known]
             for process in [p for p in new if p.ppid == os.getpid()]:
                 self.baseline.add(process.pid)
             strays = [p for p in new if p.ppid != os.getpid()]
             if not strays or time.monotonic() > deadline:
                 break
-            time.sleep(0.05)
+            time.sleep(SURVIVOR_POLL_S)
+        described = []
         for process in strays:
+            seen = procs.read(process.pid)
+            described.append(seen.describe() if seen else f"{process} (gone before it was read)")
             with contextlib.suppress(ProcessLookupError):
                 os.kill(process.pid, 9)
-        return [p.describe() for p in strays]
+        return described
 
     def bystander_state(self) -> str:
         """'' when the bystander is alive and not stopped, else its state."""
-        seen = procs.read(self.bystander.pid)
+        seen = procs.stat(self.bystander.pid)
         if self.bystander.poll() is not None or seen is None:
             return f"bystander dead ({self.bystander.returncode})"
         return "" if seen.state in ("S", "R") else f"bystander in state {seen.state}"
@@ -329,7 +336,7 @@ class Harness:
 def scheduling() -> dict[int, tuple[str, tuple[int, int]]]:
     """Nice value and CPU count of every process here: a run must change neither of another's."""
     found = {}
-    for process in procs.processes():
+    for process in procs.stats():
         with contextlib.suppress(OSError):
             nice = os.getpriority(os.PRIO_PROCESS, process.pid)
             cpus = len(os.sched_getaffinity(process.pid))
@@ -339,7 +346,7 @@ def scheduling() -> dict[int, tuple[str, tuple[int, int]]]:
 
 def restore_affinity() -> None:
     """Every CPU back for every process here, after a run that pinned them."""
-    for process in procs.processes():
+    for process in procs.stats():
         with contextlib.suppress(OSError):
             os.sched_setaffinity(process.pid, ALL_CPUS)
 
