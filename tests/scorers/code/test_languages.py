@@ -430,16 +430,19 @@ def test_the_cpp_standard_is_an_option(polyglot: CodeScorer) -> None:
     assert refused.status is Status.ERROR and "dialect" in refused.details["reason"]
 
 
-@pytest.mark.parametrize("language", [_language("scala"), _language("kotlin")])
+@pytest.mark.parametrize("language", [_language("scala"), _language("kotlin"), _language("java")])
 def test_a_jvm_compiler_maps_its_classes_from_the_archive_made_once(language: str) -> None:
-    """Scala's and Kotlin's builds map their compiler's classes from the archive the service
-    made when it first found the compiler (`JvmLanguage.class_archive`)."""
+    """Java's, Scala's and Kotlin's builds map their compiler's classes from the archive the
+    service made when it first found the compiler (`ArchivedCompiler.class_archive`), in
+    the directory their runs read."""
     found = FOUND[language]
     assert isinstance(found, Found)
     archive = found.tools["class_archive"]
     assert os.path.getsize(archive) > 1 << 20
-    command = TOOLCHAINS[language].build(found, "", "Main.scala", None)
-    assert f"-XX:SharedArchiveFile={archive}" in command.argv
+    assert os.path.dirname(archive) in found.reads
+    command = TOOLCHAINS[language].build(found, "", "Main.x", None)
+    option = "-J-XX:SharedArchiveFile=" if language == "java" else "-XX:SharedArchiveFile="
+    assert f"{option}{archive}" in command.argv
 
 
 @pytest.mark.parametrize(
