@@ -589,9 +589,11 @@ class Java(ArchivedCompiler):
         return self.archived(Found(tools, reads))
 
     def archive_inputs(self, found: Found) -> list[str]:
-        """javac, and the JDK's class image (`lib/modules`) that holds its classes."""
-        home = os.path.dirname(os.path.dirname(found.tools["javac"]))
-        return [found.tools["javac"], os.path.join(home, "lib", "modules")]
+        """javac, and the JDK's class image (`lib/modules`, JDK 9+) that holds its classes."""
+        image = os.path.join(
+            os.path.dirname(os.path.dirname(found.tools["javac"])), "lib", "modules"
+        )
+        return [found.tools["javac"], *([image] if os.path.isfile(image) else [])]
 
     @staticmethod
     def classpath(found: Found, directory: str) -> str:

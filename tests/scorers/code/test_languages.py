@@ -445,6 +445,30 @@ def test_a_jvm_compiler_maps_its_classes_from_the_archive_made_once(language: st
     assert f"{option}{archive}" in command.argv
 
 
+def test_a_compiler_whose_classes_cannot_be_archived_builds_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JDK whose javac cannot archive its classes (no `lib/modules`, a JVM that refuses
+    `-XX:ArchiveClassesAtExit`: JDK 8's) is still found; its builds map no archive, and the
+    next look does not try again."""
+    from reward_service.sandbox import toolchains
+
+    archives = tmp_path / "archives"
+    monkeypatch.setattr(toolchains, "CLASS_ARCHIVES", str(archives))
+    bin_dir = tmp_path / "jdk" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in ("javac", "java"):
+        (bin_dir / tool).write_text('#!/bin/sh\necho ran >> "$0.runs"\nexit 1\n')
+        (bin_dir / tool).chmod(0o755)
+    java = TOOLCHAINS["java"]
+    found = java.discover(str(bin_dir))
+    assert isinstance(found, Found) and "class_archive" not in found.tools, found
+    assert not any("SharedArchive" in arg for arg in java.build(found, "", "M.java", None).argv)
+    assert [p.suffix for p in archives.iterdir()] == [".failed"]
+    assert isinstance(java.discover(str(bin_dir)), Found)
+    assert (bin_dir / "javac.runs").read_text() == "ran\n"
+
+
 @pytest.mark.parametrize(
     ("source", "name"),
     [
