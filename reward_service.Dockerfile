@@ -113,7 +113,7 @@ RUN if [ -n "${LANGS}" ]; then \
       && apt-get install -y --no-install-recommends ${packages} \
       && rm -rf /var/lib/apt/lists/* \
       && /opt/venv/bin/python -c "from reward_service.scorers.code.settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))" \
-      && /opt/venv/bin/python -c "from reward_service.sandbox.toolchains import discover; print(discover('/usr/bin:/bin', ['csharp', 'd', 'racket', 'scala', 'kotlin']))"; \
+      && /opt/venv/bin/python -c "from reward_service.sandbox.toolchains import discover; print(discover('/usr/bin:/bin', ['csharp', 'd', 'racket', 'java', 'scala', 'kotlin']))"; \
     fi
 # Only now: inside the RUNs above, `python` must still be the base image's (with pip).
 ENV PATH=/opt/venv/bin:$PATH

@@ -461,7 +461,99 @@ def _jdk_reads(java: str) -> list[str]:
     return sorted(p for p in beyond if os.path.isdir(p) and not _under_system(p))
 
 
-class Java(Toolchain):
+CLASS_ARCHIVES = os.path.join(sys.prefix, "share", "reward-service", "jvm")
+"""Where the JVM compilers' class archives are made (`ArchivedCompiler.class_archive`): beside
+Python, where builds may read."""
+
+
+class ArchivedCompiler(Toolchain):
+    """A compiler that runs on the JVM (javac, scalac, kotlinc): its classes archived once
+    (`class_archive`), then mapped by each build (`archive_flags`)."""
+
+    launcher = ""
+    """The compiler's name: the archive's file is named after it."""
+    sample = ""
+    """A small program the compiler builds once, unconfined, when its classes are archived."""
+    jvm_prefix = ""
+    """What a JVM option is written after on the compiler's command line (javac's `-J`)."""
+
+    def archive_inputs(self, found: Found) -> list[str]:
+        """The files whose identity (path, size, time) the archive's name hashes."""
+        raise NotImplementedError
+
+    def archived(self, found: Found) -> Found:
+        """`found` with its archive (`class_archive`) as the tool `class_archive` and its
+        directory read, where one is or can be made; else `found` as it is."""
+        archive = self.class_archive(found)
+        if archive is None:
+            return found
+        return Found({**found.tools, "class_archive": archive}, [*found.reads, CLASS_ARCHIVES])
+
+    def archive_flags(self, found: Found) -> list[str]:
+        """The JVM options that map the archive, where there is one."""
+        if "class_archive" not in found.tools:
+            return []
+        flags = [f"-XX:SharedArchiveFile={found.tools['class_archive']}", "-Xlog:cds=off"]
+        return [f"{self.jvm_prefix}{flag}" for flag in flags]
+
+    def class_archive(self, found: Found) -> str | None:
+        """The compiler's classes archived for the JVM to map (CDS, `-XX:SharedArchiveFile`),
+        made now by one unconfined build of `sample` unless already there: a build then
+        loads and verifies none of them (docs/code.md has the figures). Kept
+        in `CLASS_ARCHIVES` under a name that hashes the JVM, the jars and the command, as an
+        archive serves only the class path it was made with; None where it cannot be made
+        (the builds then run without)."""
+        import hashlib
+        import shutil
+        import subprocess
+        import tempfile
+
+        source = self.source_name(memoryview(self.sample.encode()))
+        command = self.build(found, "", source, None)
+        # the command without its sources: Kotlin's programs and scripts share one archive
+        key = [arg for arg in command.argv if arg != source and arg not in command.files]
+        for path in self.archive_inputs(found):
+            info = os.stat(path)
+            key += [os.path.realpath(path), str(info.st_size), str(info.st_mtime_ns)]
+        digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
+        archive = os.path.join(CLASS_ARCHIVES, f"{self.launcher}-{digest}.jsa")
+        if os.path.isfile(archive):
+            return archive
+        if os.path.exists(f"{archive}.failed"):  # tried once: not again in every worker
+            return None
+        try:
+            os.makedirs(CLASS_ARCHIVES, 0o755, exist_ok=True)
+            work = tempfile.mkdtemp(prefix=f"{self.language}-archive-", dir=CLASS_ARCHIVES)
+        except OSError:
+            return None
+        try:
+            partial = os.path.join(work, "classes.jsa")
+            files = {source: self.sample, **command.files}
+            for name, text in files.items():
+                with open(os.path.join(work, name), "w") as f:
+                    f.write(text)
+            os.mkdir(os.path.join(work, BUILD_HOME))
+            dump = f"{self.jvm_prefix}-XX:ArchiveClassesAtExit={partial}"
+            argv = [command.argv[0], dump, *command.argv[1:]]
+            home = os.path.join(work, BUILD_HOME)
+            env = {k: v.replace("{home}", home) for k, v in command.env.items()}
+            subprocess.run(
+                argv, cwd=work, env=env | {"HOME": home}, capture_output=True, timeout=120
+            )
+            if not os.path.isfile(partial):
+                with open(f"{archive}.failed", "w") as f:
+                    f.write(f"{argv}\n")
+                return None
+            os.chmod(partial, 0o644)
+            os.replace(partial, archive)
+            return archive
+        except (OSError, subprocess.SubprocessError):
+            return None
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+class Java(ArchivedCompiler):
     """javac, then the JVM on the classes (serial GC, one JIT thread, the heap at the limit,
     assertions on), with the libraries of `JAVA_LIBRARIES` found here."""
 
@@ -471,6 +563,18 @@ class Java(Toolchain):
     memory_errors = (b"java.lang.OutOfMemoryError",)
     runtime_mb = 512
     syscalls = ("socketpair",)  # java.nio's FileDispatcherImpl makes one at start
+    launcher = "javac"
+    jvm_prefix = "-J"
+    sample = (
+        "import java.util.*;\n"
+        "public class Main {\n"
+        "  public static void main(String[] a) {\n"
+        "    Scanner in = new Scanner(System.in);\n"
+        "    List<Long> l = new ArrayList<>(List.of(in.nextLong()));\n"
+        "    System.out.println(l.stream().map(x -> x + 1).count());\n"
+        "  }\n"
+        "}\n"
+    )
 
     def discover(self, path: str) -> Found | str:
         found = super().discover(path)
@@ -482,7 +586,14 @@ class Java(Toolchain):
             if os.path.isfile(jar):
                 tools[f"classpath:{os.path.basename(jar)}"] = os.path.realpath(jar)
                 reads += [] if _under_system(jar) else [os.path.dirname(os.path.realpath(jar))]
-        return Found(tools, reads)
+        return self.archived(Found(tools, reads))
+
+    def archive_inputs(self, found: Found) -> list[str]:
+        """javac, and the JDK's class image (`lib/modules`, JDK 9+) that holds its classes."""
+        image = os.path.join(
+            os.path.dirname(os.path.dirname(found.tools["javac"])), "lib", "modules"
+        )
+        return [found.tools["javac"], *([image] if os.path.isfile(image) else [])]
 
     @staticmethod
     def classpath(found: Found, directory: str) -> str:
@@ -498,8 +609,9 @@ class Java(Toolchain):
     def build(self, found: Found, dialect: str, source_name: str, pch: str | None) -> Command:
         # argv[0] the JDK's own path: the launcher finds its home from /proc/self/exe, else
         # from argv[0] (by PATH, through /etc/alternatives, which runs may not read)
-        argv = [found.tools["javac"], *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m", "-proc:none"]
-        argv += ["-encoding", "UTF-8", "-cp", self.classpath(found, "."), "-d", ".", source_name]
+        argv = [found.tools["javac"], *(f"-J{flag}" for flag in _JVM), "-J-Xmx256m"]
+        argv += [*self.archive_flags(found), "-proc:none", "-encoding", "UTF-8"]
+        argv += ["-cp", self.classpath(found, "."), "-d", ".", source_name]
         return Command(found.tools["javac"], argv, {"PATH": BUILD_PATH, "MALLOC_ARENA_MAX": "1"})
 
     def launch(self, found: Found, build_dir: str, source_name: str, memory_mb: int) -> Command:
@@ -522,12 +634,7 @@ _OBJECT = re.compile(rb"(?<![\w$])object\s+([A-Za-z_]\w*)")
 <name>` takes the same, the first `object` in the text)."""
 
 
-CLASS_ARCHIVES = os.path.join(sys.prefix, "share", "reward-service", "jvm")
-"""Where the JVM compilers' class archives are made (`JvmLanguage.class_archive`): beside
-Python, where builds may read."""
-
-
-class JvmLanguage(Toolchain):
+class JvmLanguage(ArchivedCompiler):
     """A language whose compiler runs on the JVM (Scala, Kotlin): the compiler's main class
     on the JDK's `java` with its jars, not its launcher (a shell script: runs start no
     shell, and a build's configuration is all on its command line), then the JVM on the
@@ -539,13 +646,12 @@ class JvmLanguage(Toolchain):
     runtime_mb = 512
     syscalls = ("socketpair",)  # java.nio's FileDispatcherImpl makes one at start
     launcher = ""
-    """The compiler's launcher script, looked up in PATH: its home's `lib` holds the jars."""
+    """The compiler's launcher script, looked up in PATH: its home's `lib` holds the jars
+    (and its name names the archive)."""
     compiler_jars: tuple[str, ...] = ()
     runtime_jars: tuple[str, ...] = ()
     version_jar = ""
     """The jar whose manifest (`Implementation-Version`) or properties name the version."""
-    sample = ""
-    """A small program the compiler builds once, unconfined, when its classes are archived."""
 
     def discover(self, path: str) -> Found | str:
         java, script = which("java", path), which(self.launcher, path)
@@ -562,66 +668,10 @@ class JvmLanguage(Toolchain):
                 return f"{self.launcher}'s {jar} not found in {os.path.dirname(where)}"
             tools[f"jar:{jar}"] = where
             reads += [d for d in (home, os.path.dirname(os.path.realpath(where))) if d not in reads]
-        found = Found(tools, [d for d in reads if not _under_system(d)])
-        archive = self.class_archive(found)
-        if archive is None:
-            return found
-        return Found({**tools, "class_archive": archive}, [*found.reads, CLASS_ARCHIVES])
+        return self.archived(Found(tools, [d for d in reads if not _under_system(d)]))
 
-    def class_archive(self, found: Found) -> str | None:
-        """The compiler's classes archived for the JVM to map (CDS, `-XX:SharedArchiveFile`),
-        made now by one unconfined build of `sample` unless already there: a build then
-        loads and verifies none of them (scalac's CPU per build 2.8 s -> 1.8 s here). Kept
-        in `CLASS_ARCHIVES` under a name that hashes the JVM, the jars and the command, as an
-        archive serves only the class path it was made with; None where it cannot be made
-        (the builds then run without)."""
-        import hashlib
-        import shutil
-        import subprocess
-        import tempfile
-
-        source = self.source_name(memoryview(self.sample.encode()))
-        command = self.build(found, "", source, None)
-        # the command without its sources: Kotlin's programs and scripts share one archive
-        key = [arg for arg in command.argv if arg != source and arg not in command.files]
-        for path in [found.tools["java"], *(found.tools[f"jar:{j}"] for j in self.compiler_jars)]:
-            info = os.stat(path)
-            key += [os.path.realpath(path), str(info.st_size), str(info.st_mtime_ns)]
-        digest = hashlib.sha256("\0".join(key).encode()).hexdigest()[:16]
-        archive = os.path.join(CLASS_ARCHIVES, f"{self.launcher}-{digest}.jsa")
-        if os.path.isfile(archive):
-            return archive
-        if os.path.exists(f"{archive}.failed"):  # tried once: not again in every worker
-            return None
-        try:
-            os.makedirs(CLASS_ARCHIVES, 0o755, exist_ok=True)
-            work = tempfile.mkdtemp(prefix=f"{self.language}-archive-", dir=CLASS_ARCHIVES)
-        except OSError:
-            return None
-        try:
-            partial = os.path.join(work, "classes.jsa")
-            files = {source: self.sample, **command.files}
-            for name, text in files.items():
-                with open(os.path.join(work, name), "w") as f:
-                    f.write(text)
-            os.mkdir(os.path.join(work, BUILD_HOME))
-            argv = [command.argv[0], f"-XX:ArchiveClassesAtExit={partial}", *command.argv[1:]]
-            home = os.path.join(work, BUILD_HOME)
-            env = {k: v.replace("{home}", home) for k, v in command.env.items()}
-            subprocess.run(
-                argv, cwd=work, env=env | {"HOME": home}, capture_output=True, timeout=120
-            )
-            if not os.path.isfile(partial):
-                with open(f"{archive}.failed", "w") as f:
-                    f.write(f"{argv}\n")
-                return None
-            os.chmod(partial, 0o644)
-            os.replace(partial, archive)
-            return archive
-        except (OSError, subprocess.SubprocessError):
-            return None
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+    def archive_inputs(self, found: Found) -> list[str]:
+        return [found.tools["java"], *(found.tools[f"jar:{j}"] for j in self.compiler_jars)]
 
     @staticmethod
     def jars(found: Found, names: Sequence[str]) -> str:
@@ -632,9 +682,7 @@ class JvmLanguage(Toolchain):
         of 384 MiB, temporary files in the build's home (not /tmp, which a build may not
         write), its classes mapped from their archive where there is one."""
         argv = [found.tools["java"], *_JVM, "-Xmx384m", f"-Djava.io.tmpdir={BUILD_HOME}"]
-        if "class_archive" in found.tools:
-            argv += [f"-XX:SharedArchiveFile={found.tools['class_archive']}", "-Xlog:cds=off"]
-        return argv
+        return argv + self.archive_flags(found)
 
     def run_classes(self, found: Found, build_dir: str, main: str, memory_mb: int) -> Command:
         """The JVM on the program's classes and the runtime jars, as Java's runs."""

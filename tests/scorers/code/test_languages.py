@@ -430,16 +430,43 @@ def test_the_cpp_standard_is_an_option(polyglot: CodeScorer) -> None:
     assert refused.status is Status.ERROR and "dialect" in refused.details["reason"]
 
 
-@pytest.mark.parametrize("language", [_language("scala"), _language("kotlin")])
+@pytest.mark.parametrize("language", [_language("scala"), _language("kotlin"), _language("java")])
 def test_a_jvm_compiler_maps_its_classes_from_the_archive_made_once(language: str) -> None:
-    """Scala's and Kotlin's builds map their compiler's classes from the archive the service
-    made when it first found the compiler (`JvmLanguage.class_archive`)."""
+    """Java's, Scala's and Kotlin's builds map their compiler's classes from the archive the
+    service made when it first found the compiler (`ArchivedCompiler.class_archive`), in
+    the directory their runs read."""
     found = FOUND[language]
     assert isinstance(found, Found)
     archive = found.tools["class_archive"]
     assert os.path.getsize(archive) > 1 << 20
-    command = TOOLCHAINS[language].build(found, "", "Main.scala", None)
-    assert f"-XX:SharedArchiveFile={archive}" in command.argv
+    assert os.path.dirname(archive) in found.reads
+    command = TOOLCHAINS[language].build(found, "", "Main.x", None)
+    option = "-J-XX:SharedArchiveFile=" if language == "java" else "-XX:SharedArchiveFile="
+    assert f"{option}{archive}" in command.argv
+
+
+def test_a_compiler_whose_classes_cannot_be_archived_builds_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JDK whose javac cannot archive its classes (no `lib/modules`, a JVM that refuses
+    `-XX:ArchiveClassesAtExit`: JDK 8's) is still found; its builds map no archive, and the
+    next look does not try again."""
+    from reward_service.sandbox import toolchains
+
+    archives = tmp_path / "archives"
+    monkeypatch.setattr(toolchains, "CLASS_ARCHIVES", str(archives))
+    bin_dir = tmp_path / "jdk" / "bin"
+    bin_dir.mkdir(parents=True)
+    for tool in ("javac", "java"):
+        (bin_dir / tool).write_text('#!/bin/sh\necho ran >> "$0.runs"\nexit 1\n')
+        (bin_dir / tool).chmod(0o755)
+    java = TOOLCHAINS["java"]
+    found = java.discover(str(bin_dir))
+    assert isinstance(found, Found) and "class_archive" not in found.tools, found
+    assert not any("SharedArchive" in arg for arg in java.build(found, "", "M.java", None).argv)
+    assert [p.suffix for p in archives.iterdir()] == [".failed"]
+    assert isinstance(java.discover(str(bin_dir)), Found)
+    assert (bin_dir / "javac.runs").read_text() == "ran\n"
 
 
 @pytest.mark.parametrize(
