@@ -284,6 +284,14 @@ class Scorer(ScorerBase):
     What it holds dies with its worker.
     """
 
+    preload: ClassVar[tuple[str, ...]] = ()
+    """Modules the workers' forkserver imports, after the scorers' own, before it forks any
+    worker: libraries every worker would import (or set up, at the module's import: math_verify's
+    `warm_up`) on its own, done once and inherited by each worker instead, a replacement or
+    spare one too. The server never imports them. An import that fails is ignored there (the
+    workers then meet the failure themselves). Only modules that start no thread as they
+    are imported: the forkserver forks every worker."""
+
     def open(self) -> None:
         """Start this scorer's resources, in its worker, before the worker takes work."""
 

@@ -159,9 +159,13 @@ class ScorerRegistry:
         return ScorerRegistry(targets, self._limits, self._settings, composites)
 
     def modules(self) -> list[str]:
-        """The modules that define the scorers, to preload in worker parents."""
+        """The modules to preload in worker parents: those that define the scorers, then
+        those the CPU-bound scorers name in `Scorer.preload`."""
         defining = {target.partition(":")[0] for target in self._targets.values()}
-        return sorted(defining | {BoxedScorer.__module__, CompositeScorer.__module__})
+        scorers = sorted(defining | {BoxedScorer.__module__, CompositeScorer.__module__})
+        classes = [self.scorer_class(name) for name in self._targets]
+        named = [m for cls in classes if issubclass(cls, Scorer) for m in cls.preload]
+        return scorers + [module for module in dict.fromkeys(named) if module not in scorers]
 
     def __contains__(self, name: object) -> bool:
         return name in self._targets or name in self._boxed or name in self._composites

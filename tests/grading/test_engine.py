@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from reward_service.scorers.answers.exact import ExactScorer
 from reward_service.scorers.base import StartupCheck
 from reward_service.scorers.code.scorer import CodeScorer
 from reward_service.settings import Settings
-from reward_service.testing import _children, live_server
+from reward_service.testing import LiveServer, _children, live_server
 from tests.conftest import FAKE_SCORER
 
 
@@ -238,29 +240,44 @@ def test_a_scorer_setting_it_does_not_have_stops_start_up(
         _engine()._scorer_settings()
 
 
-def test_each_worker_has_its_zygote_once_the_pool_is_ready() -> None:
-    """The code sandbox starts with its worker, not at the worker's first code answer."""
+@pytest.fixture(scope="module")
+def default_server() -> Iterator[LiveServer]:
+    """Two workers, every setting left to its default; no test sends it an answer."""
     with live_server(workers=2) as server:
-        workers = server.worker_pids()
-        assert len(workers) == 2
-        for worker in workers:
-            commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _children(worker)]
-            assert any(str(ZYGOTE).encode() in command for command in commands), commands
+        yield server
+
+
+def test_each_worker_has_its_zygote_once_the_pool_is_ready(default_server: LiveServer) -> None:
+    """The code sandbox starts with its worker, not at the worker's first code answer."""
+    workers = default_server.worker_pids()
+    assert len(workers) == 2
+    for worker in workers:
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in _children(worker)]
+        assert any(str(ZYGOTE).encode() in command for command in commands), commands
 
 
 @pytest.mark.parametrize("nice", [None, 0])
-def test_workers_and_their_zygotes_yield_the_cpu_to_the_server(nice: int | None) -> None:
+def test_workers_and_their_zygotes_yield_the_cpu_to_the_server(
+    nice: int | None, request: pytest.FixtureRequest
+) -> None:
     """Grading runs `REWARD_WORKER_NICE` (5 by default) below the server, so that under full
-    load its event loop (probes, bodies, screens) is scheduled first."""
-    env = {} if nice is None else {"REWARD_WORKER_NICE": str(nice)}
-    with live_server(workers=1, env=env) as server:
+    load its event loop (probes, bodies, screens) is scheduled first. The default is read
+    on the module's default server; 0 on a server of its own."""
+    with contextlib.ExitStack() as stack:
+        if nice is None:
+            server: LiveServer = request.getfixturevalue("default_server")
+        else:
+            env = {"REWARD_WORKER_NICE": str(nice)}
+            server = stack.enter_context(live_server(workers=1, env=env))
         server_nice = os.getpriority(os.PRIO_PROCESS, server.process.pid)
-        (worker,) = server.worker_pids()
-        zygotes = _children(worker)
-        assert zygotes
+        workers = server.worker_pids()
+        assert workers
         added = Settings.model_fields["worker_nice"].default if nice is None else nice
-        for pid in (worker, *zygotes):
-            assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server_nice + added)
+        for worker in workers:
+            zygotes = _children(worker)
+            assert zygotes
+            for pid in (worker, *zygotes):
+                assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server_nice + added)
 
 
 def test_a_sandbox_that_cannot_start_with_the_worker_leaves_it_serving(

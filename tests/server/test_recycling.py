@@ -17,9 +17,18 @@ from tests.conftest import FAKE_SCORER
 RECYCLE = {"REWARD_EXTRA_SCORERS": FAKE_SCORER, "REWARD_CONNECTION_MAX_REQUESTS": "5"}
 
 
-def test_connection_close_after_configured_count() -> None:
+@pytest.fixture(scope="module")
+def replicas() -> Iterator[tuple[LiveServer, LiveServer]]:
+    """Two recycling replicas, as the autoscaler would run them."""
+    with live_server(workers=1, env=RECYCLE) as one, live_server(workers=1, env=RECYCLE) as two:
+        yield one, two
+
+
+def test_connection_close_after_configured_count(
+    replicas: tuple[LiveServer, LiveServer],
+) -> None:
     """Every 5th response on a connection says `Connection: close`; no request fails."""
-    with live_server(workers=1, env=RECYCLE) as server, httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=replicas[0].url) as client:
         responses = [client.post("/score/fake", json={"response": "0.5"}) for _ in range(12)]
     assert [r.json() for r in responses] == [0.5] * 12
     closing = [i for i, r in enumerate(responses, 1) if r.headers.get("connection") == "close"]
@@ -82,13 +91,6 @@ def _scored(server: LiveServer) -> float:
         for line in text.splitlines()
         if line.startswith('reward_outcomes_total{scorer="fake"')
     )
-
-
-@pytest.fixture(scope="module")
-def replicas() -> Iterator[tuple[LiveServer, LiveServer]]:
-    """Two recycling replicas, as the autoscaler would run them."""
-    with live_server(workers=1, env=RECYCLE) as one, live_server(workers=1, env=RECYCLE) as two:
-        yield one, two
 
 
 def test_one_keep_alive_client_reaches_both_replicas(

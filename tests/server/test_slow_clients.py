@@ -21,15 +21,26 @@ MARGIN_S = 10.0
 BODY = b'{"response": "1", "label": "1", "pad": "' + b"x" * 400 + b'"}'
 
 
+STRICT = {
+    "REWARD_EXTRA_SCORERS": FAKE_SCORER,
+    "REWARD_MAX_QUEUE": str(CAPACITY),
+    "REWARD_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
+}
+"""Room for 8 requests at a time; bodies must arrive within 3 s."""
+
+
 @pytest.fixture
+def filled() -> Iterator[LiveServer]:
+    """A strict server of its own, for the test that fills its bound with stalled bodies."""
+    with live_server(workers=1, env=STRICT) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
 def strict() -> Iterator[LiveServer]:
-    """Room for 8 requests at a time; bodies must arrive within 3 s."""
-    env = {
-        "REWARD_EXTRA_SCORERS": FAKE_SCORER,
-        "REWARD_MAX_QUEUE": str(CAPACITY),
-        "REWARD_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S),
-    }
-    with live_server(workers=1, env=env) as running:
+    """A strict server the other tests share: each leaves every slot free, and counts what
+    it checks as a difference of the metrics before and after."""
+    with live_server(workers=1, env=STRICT) as running:
         yield running
 
 
@@ -96,9 +107,9 @@ async def _fill_and_probe(
     return await asyncio.gather(*stalled), probes
 
 
-def test_stalled_and_dripping_bodies_free_their_slots(strict: LiveServer) -> None:
+def test_stalled_and_dripping_bodies_free_their_slots(filled: LiveServer) -> None:
     """Eight half-sent bodies (one dripping) fill the bound, get 408 or a close, and free it."""
-    stalled, probes = asyncio.run(_fill_and_probe(strict.url))
+    stalled, probes = asyncio.run(_fill_and_probe(filled.url))
     statuses = [status for _, status in probes]
     assert 503 in statuses, f"the half-sent bodies did not fill the bound: {probes}"
     assert set(statuses[: statuses.index(503)]) <= {200}, probes

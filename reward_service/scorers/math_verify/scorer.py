@@ -224,6 +224,7 @@ class MathVerifyScorer(Scorer):
         "extraction": EXTRACTION_MODES,
         "think": THINK_MODES,
     }
+    preload: ClassVar[tuple[str, ...]] = ("reward_service.scorers.math_verify.warm_up",)
     inline_integers: ClassVar[bool] = True
     """`screen` settles bare-integer answers itself. `inline`
     proves those verdicts for this class's extraction config only: a
@@ -256,7 +257,9 @@ class MathVerifyScorer(Scorer):
     def warm(self) -> None:
         """Grade `_WARM_UP` (each grading path, both extraction modes), then forget it:
         the first region parse in a process pays ~0.2-0.3 s of math_verify's and sympy's
-        lazy set-up, which would otherwise land on a worker's first real answers."""
+        lazy set-up, which would otherwise land on a worker's first real answers. The
+        forkserver has done it once already (`warm_up`, preloaded), so in a worker this
+        costs ~0.02 s."""
         for response, label, options in _WARM_UP:
             self.score(None, response, label, options)
         self._golds = _BoundedCache(self.limits.cache_size)

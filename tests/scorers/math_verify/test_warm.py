@@ -1,7 +1,9 @@
-"""A math_verify scorer warmed in its worker grades its first answers at full speed."""
+"""A math_verify scorer warmed in its worker grades its first answers at full speed; the workers'
+forkserver warms math_verify once for them all."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -43,3 +45,28 @@ def test_warming_leaves_no_trace() -> None:
     scorer.warm()
     assert scorer.stats == GradingStats()
     assert (len(scorer._golds), len(scorer._verdicts)) == (0, 0)
+
+
+FORKED = """
+import multiprocessing
+from reward_service.scorers import GradingLimits
+from reward_service.scorers.registry import ScorerRegistry
+if __name__ == "__main__":
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(ScorerRegistry.discover(GradingLimits()).modules())
+    with context.Pool(1) as pool:
+        print(pool.apply(eval, ("[m in __import__('sys').modules for m in ('sympy', "
+            "'math_verify')], __import__('math_verify').parser.parse_latex_cached.cache_info()"
+            ".currsize",)))
+"""
+
+
+def test_the_forkserver_warms_math_verify_once_for_every_worker() -> None:
+    """The registry's preload names `warm_up`: a process forked from the forkserver, before any
+    set-up of its own, has math_verify and sympy imported and the warm-up's parses cached."""
+    run = subprocess.run(
+        [sys.executable, "-c", FORKED], capture_output=True, text=True, check=True, timeout=120
+    )
+    imported, parsed = ast.literal_eval(run.stdout)
+    assert imported == [True, True]
+    assert parsed > 0, "the forkserver imported math_verify but never ran the warm-up"
