@@ -57,16 +57,18 @@ if __name__ == "__main__":
     with context.Pool(1) as pool:
         print(pool.apply(eval, ("[m in __import__('sys').modules for m in ('sympy', "
             "'math_verify')], __import__('math_verify').parser.parse_latex_cached.cache_info()"
-            ".currsize",)))
+            ".currsize, __import__('gc').get_freeze_count()",)))
 """
 
 
 def test_the_forkserver_warms_math_verify_once_for_every_worker() -> None:
     """The registry's preload names `warm_up`: a process forked from the forkserver, before any
-    set-up of its own, has math_verify and sympy imported and the warm-up's parses cached."""
+    set-up of its own, has math_verify and sympy imported, the warm-up's parses cached, and
+    the heap they made frozen (so the forkserver's exit does not walk it)."""
     run = subprocess.run(
         [sys.executable, "-c", FORKED], capture_output=True, text=True, check=True, timeout=120
     )
-    imported, parsed = ast.literal_eval(run.stdout)
+    imported, parsed, frozen = ast.literal_eval(run.stdout)
     assert imported == [True, True]
     assert parsed > 0, "the forkserver imported math_verify but never ran the warm-up"
+    assert frozen > 100_000, frozen
