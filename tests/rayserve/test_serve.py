@@ -339,7 +339,8 @@ def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
     upscaled_after = asyncio.run(load_until_two())
     print(f"second replica after {upscaled_after:.1f}s of load")
     before = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
-    asyncio.run(slime_rewards(slow, _slow(32, 0.5)))
+    items = grpo_workload(seed=99, answers=256)  # math answers: routed to both replicas
+    asyncio.run(slime_rewards(deployed, [request_body(i) for i in items]))
     after = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
     assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
     _wait_for(cluster, 1, timeout_s=120)
