@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_service.sandbox import Limits, Outcome, Program
+from reward_service.sandbox.confine import THREAD_MARGIN, THREADS, shared_uid_task_limit
 from reward_service.sandbox.zygote_client import ZYGOTE, ZygoteSandbox
 
 HONEST = """\
@@ -119,6 +120,20 @@ def beside(
     return ended[0], honest
 
 
+def uid_tasks() -> int:
+    """This uid's tasks as a run's task limit counts them (`shared_uid_task_limit`)."""
+    return shared_uid_task_limit(os.getuid()) - THREADS - THREAD_MARGIN
+
+
+def settle(tasks: int, timeout_s: float = 10.0) -> int:
+    """This uid's tasks once they are back to `tasks` (an ended run's threads still exiting
+    would raise the next run's limit by as many), or as many as are left after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while (now := uid_tasks()) > tasks and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return now
+
+
 def zygotes() -> list[int]:
     """The zygotes this process started (its children running zygote.py)."""
     me = os.getpid()
@@ -156,8 +171,10 @@ def main() -> int:
         for name, (source, _) in STREAMS.items():
             streams[name] = describe(one(first, source, b"in\n"))
         emit(args.results, "streams", outcomes=streams)
+        tasks = uid_tasks()
         held, honest = beside(first, HOLDER, second, 1.0, 3)
         emit(args.results, "holder", run=describe(held), honest=[describe(o) for o in honest])
+        tasks = settle(tasks)  # the bomb's limit counts what the holder has not yet let go
         bomb, honest = beside(first, BOMB, second, 0.1, 0)
         counts = [int(w) for w in bomb.stdout.split() if w.isdigit()]
         emit(
@@ -165,6 +182,7 @@ def main() -> int:
             "bomb",
             run=describe(bomb),
             most=max(counts, default=0),
+            tasks_before=tasks,
             honest=[describe(o) for o in honest],
         )
         emit(args.results, "after", honest=describe(one(second, HONEST)))
