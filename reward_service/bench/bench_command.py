@@ -160,7 +160,8 @@ def _compare_sides(
     print(report_line("plain", plain, None), flush=True)
     print(report_line("/score", single, plain) + single_cpu.text, flush=True)
     print(report_line("/score/batch", batch, plain) + batch_cpu.text, flush=True)
-    print(f"  service: {hit_rates(before, service_counters(server.url))}", flush=True)
+    if rates := hit_rates(before, service_counters(server.url)):  # none for code: no cache
+        print(f"  service: {rates}", flush=True)
 
 
 def _bench(args: argparse.Namespace) -> None:
