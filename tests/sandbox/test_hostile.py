@@ -90,11 +90,8 @@ def first_runs(
     def first(profile: str) -> tuple[Path, Attack]:
         return tmps[profile], _confined_run(tmps[profile], profile, 0, None)
 
-    started = campaigns.Campaigns(first, profiles, CAMPAIGNS_WAIT_S)
-    try:
+    with campaigns.Campaigns(first, profiles, CAMPAIGNS_WAIT_S) as started:
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture(

@@ -42,11 +42,8 @@ def _residue_run(profile: str) -> dict[str, list[dict[str, Any]]]:
 def runs(request: pytest.FixtureRequest) -> Iterator[campaigns.Campaigns[Any]]:
     """Every selected profile's residue run, a few at a time from the module's start."""
     profiles = campaigns.selected(request.session, Path(__file__), "residue")
-    started = campaigns.Campaigns(_residue_run, profiles, len(PROFILES) * (DEADLINE_S + 30))
-    try:
+    with campaigns.Campaigns(_residue_run, profiles, len(PROFILES) * (DEADLINE_S + 30)) as started:
         yield started
-    finally:
-        started.close()
 
 
 @pytest.fixture(

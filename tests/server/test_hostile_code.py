@@ -310,13 +310,10 @@ def started(
     directories made here: two threads' first `mktemp` would race for pytest's base)."""
     profiles = campaigns.selected(request.session, Path(__file__), "campaign")
     tmps = {profile: tmp_path_factory.mktemp(f"hostile_code-{profile}") for profile in profiles}
-    running = campaigns.Campaigns(
+    with campaigns.Campaigns(
         lambda profile: _campaign(tmps[profile], profile), profiles, CAMPAIGNS_WAIT_S
-    )
-    try:
+    ) as running:
         yield running
-    finally:
-        running.close()
 
 
 @pytest.fixture(

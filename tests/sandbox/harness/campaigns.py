@@ -56,3 +56,9 @@ class Campaigns(Generic[T]):
     def close(self) -> None:
         """Cancel what has not started; wait for what has."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> Campaigns[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
