@@ -116,12 +116,20 @@ def test_a_neighbour_holding_its_whole_budget_leaves_threads_for_the_honest(
 
 
 def test_a_thread_bomb_is_bounded_and_its_neighbour_passes(found: dict[str, Any]) -> None:
-    """The bomb (32 KiB stacks: RLIMIT_AS does not bound it) ends with a runtime error
-    within about its budget; the honest program beside it and after it passes."""
+    """The bomb (32 KiB stacks: RLIMIT_AS does not bound it) ends with a runtime error; the
+    honest program beside it and after it passes. Where the kernel counts the uid's tasks
+    (every real pod; not the simulated ones, whose uid is this machine's root and exempt
+    from RLIMIT_NPROC), the bomb gets no further than its task limit: its budget, the
+    margin, and what the uid held before it (a few dozen). In a simulated pod only the
+    zygote's 10 ms thread watch stops it, and how far a bomb gets in that time is the
+    machine's load, not the sandbox's."""
     bomb = found["bomb"]
     assert bomb["run"]["kind"] == "runtime_error", bomb["run"]
     assert "held" not in bomb["run"]["stdout"], bomb["run"]
-    assert bomb["most"] < THREADS + THREAD_MARGIN + 256, bomb
+    if found["variant"] == REAL_UID:
+        assert bomb["kernel_uid"] == 10001, bomb  # the bound below is checked somewhere
+    if bomb["kernel_uid"] != 0:
+        assert bomb["most"] < THREADS + THREAD_MARGIN + 256, bomb
     honest = [*bomb["honest"], found["after"]["honest"]]
     assert all(o["kind"] == "ok" and o["stdout"] == HONEST_OUT.decode() for o in honest), _honest(
         honest

@@ -9,7 +9,8 @@ inside `unshare --pid --fork --mount-proc` (a thread bomb runs here), on a platf
   threaded program (`threading.stack_size` raised, the usual idiom for deep recursion)
   runs in the other, three times;
 - `bomb`: a thread bomb with the smallest stacks in one sandbox while the honest program
-  runs again and again in the other; the most threads the bomb reported;
+  runs again and again in the other; the most threads the bomb reported, and the uid the
+  kernel counts its tasks under;
 - `dumpable`: whether this process (the zygotes' parent, of their uid) may open a
   zygote's /proc/<pid>/fd/0 and environ, and its capabilities;
 - `streams`: benign programs that need what a usual Python start has (/dev/stdin and the
@@ -134,6 +135,17 @@ def settle(tasks: int, timeout_s: float = 10.0) -> int:
     return now
 
 
+def kernel_uid() -> int:
+    """This process's uid as the kernel's first user namespace sees it (the simulated pods map
+    theirs to this machine's root, whom the kernel exempts from RLIMIT_NPROC)."""
+    uid = os.getuid()
+    for line in Path("/proc/self/uid_map").read_text().splitlines():
+        inside, outside, count = map(int, line.split())
+        if inside <= uid < inside + count:
+            return outside + uid - inside
+    return uid
+
+
 def zygotes() -> list[int]:
     """The zygotes this process started (its children running zygote.py)."""
     me = os.getpid()
@@ -183,6 +195,7 @@ def main() -> int:
             run=describe(bomb),
             most=max(counts, default=0),
             tasks_before=tasks,
+            kernel_uid=kernel_uid(),
             honest=[describe(o) for o in honest],
         )
         emit(args.results, "after", honest=describe(one(second, HONEST)))
