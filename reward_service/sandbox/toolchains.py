@@ -54,8 +54,6 @@ _C_HEADERS = frozenset(
 )
 """The C library's headers as C++ names them (`<cstdio>`): light to parse, not worth the
 precompiled header on their own."""
-CONTEST_HEADER = "contest.h"
-"""The second precompiled header, beside `bits/stdc++.h`'s: `CONTEST_HEADERS` only."""
 CONTEST_HEADERS = (
     *("cassert", "cctype", "climits", "cmath", "cstdint", "cstdio", "cstdlib", "cstring"),
     *("algorithm", "array", "bitset", "chrono", "deque", "functional", "iomanip", "iostream"),
@@ -66,7 +64,18 @@ CONTEST_HEADERS = (
 """The headers contest programs list (a sample of Codeforces solutions' includes), the
 rest of `bits/stdc++.h` left out: `<regex>`, `<filesystem>` and their like take most of
 its parse, and its precompiled form (100 MB against 67) loads in 0.1-0.2 s more."""
-_CONTEST = frozenset(name.encode() for name in CONTEST_HEADERS)
+HEAVY_CONTEST_HEADERS = ("chrono", "iomanip", "memory", "random")
+"""Among `CONTEST_HEADERS`, those whose templates every build that includes them
+instantiates anew (a precompiled header cannot hold what is instantiated at the end of a
+translation unit): +22 ms of CPU per build together, where the other 33 together cost
+what nine of them alone do."""
+CONTEST_TIERS = (
+    ("contest-light.h", tuple(h for h in CONTEST_HEADERS if h not in HEAVY_CONTEST_HEADERS)),
+    ("contest.h", CONTEST_HEADERS),
+)
+"""The precompiled headers beside `bits/stdc++.h`'s, smallest first: a program that lists
+its headers gets the first that holds them all (`Cpp.forced_header`)."""
+_TIERS = tuple((name, frozenset(h.encode() for h in headers)) for name, headers in CONTEST_TIERS)
 
 
 @dataclass(frozen=True)
@@ -195,8 +204,8 @@ class Cpp(Toolchain):
         forced: str | None = None,
     ) -> Command:
         """With `pch`, a program that starts with `#include <bits/stdc++.h>` loads it
-        precompiled (`-I`); with `forced` too (`bits/stdc++.h` or `CONTEST_HEADER`), every
-        program gets that precompiled header first (`-include`), so its own standard
+        precompiled (`-I`); with `forced` too (`bits/stdc++.h` or a `CONTEST_TIERS` one),
+        every program gets that precompiled header first (`-include`), so its own standard
         includes are no-ops by their include guards: a contest program's list of headers
         builds at a precompiled header's cost. The zygote asks for that where
         `forced_header` names one, and builds a program it refuses again without (more of
@@ -220,13 +229,14 @@ class Cpp(Toolchain):
     def forced_header(source: memoryview) -> str | None:
         """The precompiled header that builds `source` faster and the same, if one does:
         for a program that includes two or more of the C++ library's headers, all of them
-        among `CONTEST_HEADERS`, the contest header (loaded in 0.1-0.2 s less than
-        `bits/stdc++.h`'s); for one that includes `bits/stdc++.h` or another
-        standard header, `bits/stdc++.h`. None (loading it costs about what parsing two C++
-        headers does; a C header alone parses in a tenth of that) for a program of fewer
-        C++ headers, with a header of its own (`#include "..."`), or that defines a macro
-        before its last standard include (`_GLIBCXX_DEBUG`, `NDEBUG`: they would no longer
-        reach the headers). Read in place, as `source_name` reads."""
+        among `CONTEST_HEADERS`, the smallest contest header that holds them
+        (`CONTEST_TIERS`, loaded in 0.1-0.2 s less than `bits/stdc++.h`'s); for one that
+        includes `bits/stdc++.h` or another standard header, `bits/stdc++.h`. None (loading
+        one costs about what parsing two C++ headers does; a C header alone parses in a
+        tenth of that) for a program of fewer C++ headers, with a header of its own
+        (`#include "..."`), or that defines a macro before its last standard include
+        (`_GLIBCXX_DEBUG`, `NDEBUG`: they would no longer reach the headers). Read in place,
+        as `source_name` reads."""
         names: set[bytes] = set()
         last = 0
         for match in _INCLUDE.finditer(source):
@@ -240,7 +250,7 @@ class Cpp(Toolchain):
         if PCH_HEADER.encode() not in names and len(cxx) < 2:
             return None
         plain = {n for n in names if b"/" in n or not n.endswith(b".h")}  # <stdio.h>: <cstdio>
-        return CONTEST_HEADER if plain <= _CONTEST else PCH_HEADER
+        return next((name for name, held in _TIERS if plain <= held), PCH_HEADER)
 
     @staticmethod
     def pch_flags(dialect: str) -> list[str]:
@@ -1407,7 +1417,7 @@ def elf_interpreter(path: str) -> str | None:
 
 
 def pch_of(directory: str, cpp: Found | str | None) -> dict[str, str] | None:
-    """The zygote's `pch`: `directory` when it holds a precompiled header that `build_pch`
+    """The zygote's `pch`: `directory` when it holds the precompiled headers that `build_pch`
     made with this g++, else None (C++ then builds without one)."""
     if not directory or not isinstance(cpp, Found):
         return None
@@ -1417,19 +1427,20 @@ def pch_of(directory: str, cpp: Found | str | None) -> dict[str, str] | None:
     except OSError:
         return None
     if stamp != _pch_stamp(cpp) or not all(
-        os.path.isfile(os.path.join(directory, f"{header}.gch"))
-        for header in (PCH_HEADER, CONTEST_HEADER)
+        os.path.isfile(os.path.join(directory, f"{header}.gch")) for header in _PCH_HEADERS
     ):
         return None
     return {"dir": directory, "dialect": TOOLCHAINS["cpp"].dialects[0]}
 
 
 def build_pch(directory: str, cpp: Found) -> str:
-    """Precompile `bits/stdc++.h`, and `CONTEST_HEADER` (written there), into `directory`
-    for the default C++ dialect, unless there already: done by the service (its own g++ on
-    system headers), not in a sandbox. Returns what it did; OSError when it could not."""
+    """Precompile `bits/stdc++.h`, and each of `CONTEST_TIERS` (written there), into
+    `directory` for the default C++ dialect, unless there already: done by the service (its
+    own g++ on system headers), not in a sandbox. Returns what it did; OSError when it
+    could not."""
+    names = ", ".join(_PCH_HEADERS)
     if pch_of(directory, cpp) is not None:
-        return f"precompiled {PCH_HEADER} and {CONTEST_HEADER} kept in {directory}"
+        return f"precompiled {names} kept in {directory}"
     dialect = TOOLCHAINS["cpp"].dialects[0]
     gxx = cpp.tools["g++"]
     found = run_tool(
@@ -1437,31 +1448,35 @@ def build_pch(directory: str, cpp: Found) -> str:
         {"PATH": BUILD_PATH},
         stdin=f"#include <{PCH_HEADER}>\n".encode(),
     )
-    header = found.stderr.decode().splitlines()[0].lstrip(". ")
+    sources = [(found.stderr.decode().splitlines()[0].lstrip(". "), PCH_HEADER)]
     os.makedirs(os.path.join(directory, "bits"), exist_ok=True)
-    contest = os.path.join(directory, CONTEST_HEADER)
-    with open(f"{contest}.{os.getpid()}", "w") as f:
-        f.write("".join(f"#include <{name}>\n" for name in CONTEST_HEADERS))
-    os.chmod(f"{contest}.{os.getpid()}", 0o644)
-    os.replace(f"{contest}.{os.getpid()}", contest)
-    for source, name in ((header, PCH_HEADER), (contest, CONTEST_HEADER)):
+    for name, headers in CONTEST_TIERS:
+        tier = os.path.join(directory, name)
+        with open(f"{tier}.{os.getpid()}", "w") as f:
+            f.write("".join(f"#include <{header}>\n" for header in headers))
+        os.chmod(f"{tier}.{os.getpid()}", 0o644)
+        os.replace(f"{tier}.{os.getpid()}", tier)
+        sources.append((tier, name))
+    for source, name in sources:
         partial = os.path.join(directory, f"{name}.gch.{os.getpid()}")
         run_tool([gxx, *Cpp.pch_flags(dialect), source, "-o", partial], {"PATH": BUILD_PATH}, 120)
         os.chmod(partial, 0o644)
         os.replace(partial, os.path.join(directory, f"{name}.gch"))
     with open(os.path.join(directory, _PCH_STAMP), "w") as f:
         f.write(_pch_stamp(cpp))
-    return f"precompiled {PCH_HEADER} and {CONTEST_HEADER} built in {directory}"
+    return f"precompiled {names} built in {directory}"
 
 
 _PCH_STAMP = "stamp"
+_PCH_HEADERS = (PCH_HEADER, *(name for name, _ in CONTEST_TIERS))
 
 
 def _pch_stamp(cpp: Found) -> str:
     dialect = TOOLCHAINS["cpp"].dialects[0]
     gxx = os.stat(cpp.tools["g++"])
     flags = " ".join(Cpp.pch_flags(dialect))
-    return f"{cpp.tools['g++']} {gxx.st_size} {gxx.st_mtime_ns} {flags} {' '.join(CONTEST_HEADERS)}"
+    tiers = "; ".join(f"{name}: {' '.join(headers)}" for name, headers in CONTEST_TIERS)
+    return f"{cpp.tools['g++']} {gxx.st_size} {gxx.st_mtime_ns} {flags} {tiers}"
 
 
 def found_to_json(found: Found) -> dict[str, object]:

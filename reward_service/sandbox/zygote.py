@@ -485,12 +485,16 @@ class Zygote:
                 exec_fd = os.open(step.executable, os.O_PATH | os.O_CLOEXEC)
             self._lay_out(step, source, files, workdir)
             ruleset = self.confinement.ruleset(workdir, step.execute, step.reads)
+            # built here, once per kind of run (`filter_for` keeps it): a child builds its own
+            syscall_filter = self.confinement.filter_for(step.mode, step.syscalls)
             (stdin_r, stdout_w, stderr_w, report_w), ours = self._pipes()
             started = time.monotonic()
             pid = os.fork()
             if pid == 0:
                 child_fds = (stdin_r, stdout_w, stderr_w, report_w)
-                self._become_run(step, child_fds, ruleset, workdir, limits, exec_fd)
+                self._become_run(
+                    step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd
+                )
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
             kill, end = (lambda: self._kill(pid)), (lambda: self._end(pid))
@@ -727,13 +731,13 @@ class Zygote:
         ruleset: Ruleset | None,
         workdir: str,
         limits: RunLimits,
+        syscall_filter: SyscallFilter | None,
         exec_fd: int | None,
     ) -> None:
         """In the forked child: confine, then become the program; never returns."""
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
-                syscall_filter = self.confinement.filter_for(step.mode, step.syscalls)
                 self.confinement.apply(fds, ruleset, workdir, limits, syscall_filter, exec_fd)
             except OSError as e:
                 os.write(REPORT_FD, str(e.strerror).encode())

@@ -22,15 +22,18 @@ LIMITS = Limits(time_s=5.0, memory_mb=256, output_bytes=1 << 16)
 MIX = "#include <iostream>\n#include <vector>\n#include <algorithm>\nusing namespace std;\n"
 
 
-BITS, CONTEST = "bits/stdc++.h", "contest.h"
+BITS, LIGHT, CONTEST = "bits/stdc++.h", "contest-light.h", "contest.h"
 
 
 @pytest.mark.parametrize(
     ("source", "forced"),
     [
-        (MIX, CONTEST),
-        ("#include<map>\n#include<set>\n#include <stdio.h>\n", CONTEST),
-        ("  #  include <string>\n#include <sstream>\n#define ll long long\n", CONTEST),
+        (MIX, LIGHT),
+        ("#include<map>\n#include<set>\n#include <stdio.h>\n", LIGHT),
+        ("  #  include <string>\n#include <sstream>\n#define ll long long\n", LIGHT),
+        ("#include <iostream>\n#include <iomanip>\n", CONTEST),
+        ("#include <vector>\n#include <random>\n#include <chrono>\n", CONTEST),
+        ("#include <memory>\n#include <map>\n", CONTEST),
         ("#include <bits/stdc++.h>\n", BITS),
         ("#include <vector>\n#include <optional>\n", BITS),
         ("#include <vector>\n#include <map>\n#include <ext/pb_ds/assoc_container.hpp>\n", BITS),
@@ -49,7 +52,8 @@ def test_a_header_is_forced_where_it_pays_and_changes_no_macro(
 ) -> None:
     """Two C++ library headers or `bits/stdc++.h`, no header of the program's own, no macro
     defined before its standard includes: only then is a precompiled header forced, the
-    contest one when it holds every header the program names."""
+    smallest contest one that holds every header the program names (the light one without
+    `toolchains.HEAVY_CONTEST_HEADERS`)."""
     assert Cpp.forced_header(memoryview(source.encode())) == forced
 
 
@@ -93,6 +97,16 @@ def test_a_program_that_does_not_build_answers_the_plain_builds_message(
     assert kind is Kind.COMPILE_ERROR
     assert "undeclared_name" in message
     assert "stdc++.h.gch" not in message
+
+
+def test_a_heavy_contest_header_builds_with_the_whole_contest_header(
+    sandbox: ZygoteSandbox,
+) -> None:
+    """`<iomanip>` is not in the light contest header: the program gets `contest.h`, and
+    `setprecision` is there."""
+    source = MIX + "#include <iomanip>\nint main() { cout << fixed << setprecision(2) << 0.5; }\n"
+    assert Cpp.forced_header(memoryview(source.encode())) == CONTEST
+    assert run(sandbox, source)[:2] == (Kind.OK, "0.50")
 
 
 def test_a_header_beyond_the_contest_ones_builds_with_the_whole_library(
