@@ -492,9 +492,7 @@ class Zygote:
             pid = os.fork()
             if pid == 0:
                 child_fds = (stdin_r, stdout_w, stderr_w, report_w)
-                self._become_run(
-                    step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd
-                )
+                self._become_run(step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd)
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
             kill, end = (lambda: self._kill(pid)), (lambda: self._end(pid))
