@@ -1,6 +1,7 @@
 """What a run process does to itself between fork and the program.
 
-Stdlib only (the zygote imports it). The order matters: a session of its
+A run that execs its program has it done by the launcher instead
+(`launcher`, `launch_options`), in the same order. Stdlib only (the zygote imports it). The order matters: a session of its
 own, the run's pipes on fds 0-3 and nothing else open, the unprivileged
 uid (or no capabilities), the `exec_once` supervisor thread of a run that
 execs its program (after the uid change, which glibc would otherwise signal
@@ -119,6 +120,23 @@ class Confinement:
         for mode in ("template", "template_run"):
             self.filter_for(mode)
 
+    def launch_options(
+        self,
+        workdir: str,
+        limits: RunLimits,
+        syscall_filter: SyscallFilter | None,
+        merge_stderr: bool,
+    ) -> list[str]:
+        """What the launcher (`launcher.c`) is told to put on a run that execs its program,
+        every layer `apply` puts on a forked one (`syscall_filter` the run's own, or None
+        without seccomp); `merge_stderr`: a build's stderr joins its stdout."""
+        options = [f"zygote={self.zygote_pid}", f"dir={workdir}"]
+        options += [f"uid={self.run_uid}"] if self.run_uid is not None else []
+        options += [f"rlimit={which},{soft},{hard}" for which, soft, hard in rlimit_values(limits)]
+        options += syscall_filter.launch_options() if syscall_filter is not None else []
+        options += ["stderr=stdout"] if merge_stderr else []
+        return options
+
     def apply(
         self,
         fds: tuple[int, int, int, int],
@@ -230,20 +248,25 @@ def _own_fds(keep: list[int], exec_fd: int | None = None) -> None:
     os.closerange(EXEC_FD + 1, 1 << 20)
 
 
-def _set_rlimits(limits: RunLimits) -> None:
-    """The run's limits, each at most the hard limit the zygote inherited."""
+def rlimit_values(limits: RunLimits) -> list[tuple[int, int, int]]:
+    """The run's rlimits: (resource, soft, hard), before the inherited hard limits cap them."""
     cpu = max(1, math.ceil(limits.time_s))
     memory = limits.memory_mb * 1024 * 1024
     files = limits.file_mb * 1024 * 1024
     tasks = limits.tasks
-    for which, soft, hard in (
+    return [
         (resource.RLIMIT_CORE, 0, 0),
         (resource.RLIMIT_CPU, cpu, cpu + 1),
         (resource.RLIMIT_AS, memory, memory),
         (resource.RLIMIT_FSIZE, files, files),
         (resource.RLIMIT_NOFILE, OPEN_FILES, OPEN_FILES),
         *([(resource.RLIMIT_NPROC, tasks, tasks)] if tasks is not None else []),
-    ):
+    ]
+
+
+def _set_rlimits(limits: RunLimits) -> None:
+    """The run's limits, each at most the hard limit the zygote inherited."""
+    for which, soft, hard in rlimit_values(limits):
         ceiling = resource.getrlimit(which)[1]
         if ceiling != resource.RLIM_INFINITY:
             soft, hard = min(soft, ceiling), min(hard, ceiling)

@@ -195,6 +195,19 @@ class ExecRunner:
             run_files.write_file(os.path.join(workdir, name), memoryview(text.encode()))
 
     def run(self, workdir: str) -> NoReturn:
+        env = self.environment(workdir)
+        if self.build:
+            os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them
+        for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)
+            os.set_inheritable(fd, True)
+        try:
+            linux.execveat(EXEC_FD, self.command.argv, env)
+        except OSError as e:
+            os.write(2, f"sandbox: exec of {self.command.argv[0]} failed: {e}\n".encode())
+        os._exit(EXEC_FAILED)
+
+    def environment(self, workdir: str) -> dict[str, str]:
+        """The program's environment in `workdir` (the launcher's runs get the same)."""
         # a build's home is a directory of its own, empty (`toolchains.BUILD_HOME`); a
         # program's is its working directory
         home = os.path.join(workdir, BUILD_HOME) if self.build else workdir
@@ -208,15 +221,7 @@ class ExecRunner:
             (k, v.replace("{workdir}", workdir).replace("{home}", home))
             for k, v in self.command.env.items()
         )
-        if self.build:
-            os.dup2(1, 2)  # a build's messages, in the order the compiler wrote them
-        for fd in (0, 1, 2):  # the run's pipes are close-on-exec (`confine._own_fds`)
-            os.set_inheritable(fd, True)
-        try:
-            linux.execveat(EXEC_FD, self.command.argv, env)
-        except OSError as e:
-            os.write(2, f"sandbox: exec of {self.command.argv[0]} failed: {e}\n".encode())
-        os._exit(EXEC_FAILED)
+        return env
 
     def out_of_memory(self, exit_code: int, stderr: Sink) -> bool:
         return exit_code != 0 and any(stderr.contains(text) for text in self.memory_errors)

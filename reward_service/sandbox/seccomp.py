@@ -242,6 +242,18 @@ class SyscallFilter:
         self.length = len(program)
         self._buffer = ctypes.create_string_buffer(self._template, len(self._template))
         self._fprog = _SockFprog(self.length, ctypes.cast(self._buffer, ctypes.c_char_p))
+        self._launch: list[str] | None = None
+
+    def launch_options(self) -> list[str]:
+        """The filter as the launcher takes it (`launcher.c`): its program with the pid
+        slots at 0, where the launcher writes its own pid, and `listen` under `exec_once`."""
+        if self._launch is None:
+            self._launch = [
+                f"filter={self._template.hex()}",
+                *(f"pid={slot}" for slot in self._pid_slots),
+                *(["listen"] if self.exec_once else []),
+            ]
+        return self._launch
 
     def install(self, own_pid: int) -> None:
         """Confine the calling (single-threaded) process; `own_pid` may still be signalled.

@@ -37,7 +37,15 @@ import sys
 import time
 import typing
 
-from reward_service.sandbox import exec_once, landlock, linux, namespaces, protocol, run_files
+from reward_service.sandbox import (
+    exec_once,
+    landlock,
+    launcher,
+    linux,
+    namespaces,
+    protocol,
+    run_files,
+)
 from reward_service.sandbox.confine import (
     CONFINEMENT_FAILED,
     PR_SET_DUMPABLE,
@@ -73,6 +81,7 @@ from reward_service.sandbox.template import Template, TemplateLost
 from reward_service.sandbox.toolchains import (
     BUILD_HOME,
     TOOLCHAINS,
+    Command,
     Cpp,
     Found,
     Toolchain,
@@ -161,6 +170,7 @@ class Zygote:
         scratch_mb: int,
         toolchains: dict[str, Found] | None = None,
         pch: dict[str, str] | None = None,
+        launcher_path: str | None = None,
     ) -> None:
         share_environment()
         self.scratch_mb = scratch_mb
@@ -171,6 +181,10 @@ class Zygote:
         ones a built binary may name (its `.interp` is the program's to write)."""
         self.pch = pch
         """{"dir", "dialect"}: a precompiled `bits/stdc++.h` for C++ builds of that dialect."""
+        self.launcher = launcher_path
+        """The run launcher (`launcher`) that starts runs which exec their program; None:
+        they are forked (none built, or its check failed: `launcher_problem` says why)."""
+        self.launcher_problem: str | None = None if launcher_path else "none built"
         self.builds: dict[str, Build] = {}
         self.runs = 0
         self.running: int | None = None
@@ -194,6 +208,8 @@ class Zygote:
         read_paths = _read_paths([*(r for f in self.toolchains.values() for r in f.reads)])
         if pch is not None:
             read_paths.append(pch["dir"])
+        if launcher_path is not None:  # its probe execs it as the program (`check_launcher`)
+            read_paths.append(os.path.dirname(launcher_path))
         self.scratch_root = ""
         self.root_lock: int | None = None
         self.pid_namespace = False
@@ -253,6 +269,7 @@ class Zygote:
             stderr = bytes(seen.stderr.tail(STDERR_TAIL)).decode("utf-8", "replace")
             seen.close()
             if reply["kind"] == "ok" and stdout == b"ok\n":
+                self.check_launcher()
                 return None
             confinement = reply["confinement"]
             failed = confinement.split(":", 1)[0] if confinement else None
@@ -272,6 +289,29 @@ class Zygote:
             else:
                 return f"self-test failed: {confinement or stderr}"
         return "self-test failed"
+
+    def check_launcher(self) -> None:
+        """Run the launcher as a program through every layer (`launcher.PROBE_OUTPUT`);
+        runs are forked instead where it fails, `launcher_problem` saying why."""
+        if self.launcher is None:
+            return
+        command = Command(self.launcher, [launcher.NAME, "probe"], {})
+        probe = Step(
+            ExecRunner("launcher", command),
+            10,
+            64,
+            1024,
+            mode="exec",
+            executable=self.launcher,
+            execute=(self.launcher,),
+        )
+        reply, seen = self.run(probe, memoryview(b""), memoryview(b""))
+        stdout = bytes(seen.stdout.head(1024))
+        stderr = bytes(seen.stderr.tail(STDERR_TAIL)).decode("utf-8", "replace")
+        seen.close()
+        if reply["kind"] != "ok" or stdout != launcher.PROBE_OUTPUT:
+            why = reply["confinement"] or stderr.strip() or f"{reply['kind']}, {stdout!r}"
+            self.launcher, self.launcher_problem = None, f"its check failed: {why}"
 
     def serve(self, request: protocol.Message, payload: mmap.mmap, control_out: int) -> None:
         """Run the program once per stdin of `request`, answering each outcome as it ends.
@@ -488,10 +528,12 @@ class Zygote:
             # built here, once per kind of run (`filter_for` keeps it): a child builds its own
             syscall_filter = self.confinement.filter_for(step.mode, step.syscalls)
             (stdin_r, stdout_w, stderr_w, report_w), ours = self._pipes()
+            child_fds = (stdin_r, stdout_w, stderr_w, report_w)
             started = time.monotonic()
-            pid = os.fork()
+            pid = self._launch(step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd)
+            if pid is None:
+                pid = os.fork()
             if pid == 0:
-                child_fds = (stdin_r, stdout_w, stderr_w, report_w)
                 self._become_run(step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd)
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
@@ -722,6 +764,34 @@ class Zygote:
             return THREADS + 2
         return shared_uid_task_limit(os.getuid())
 
+    def _launch(
+        self,
+        step: Step,
+        fds: tuple[int, int, int, int],
+        ruleset: Ruleset | None,
+        workdir: str,
+        limits: RunLimits,
+        syscall_filter: SyscallFilter | None,
+        exec_fd: int | None,
+    ) -> int | None:
+        """A run that execs its program, started by the launcher: its pid; None where there
+        is no launcher or the run does not exec (it is then forked)."""
+        runner = step.runner
+        if self.launcher is None or exec_fd is None or not isinstance(runner, ExecRunner):
+            return None
+        options = self.confinement.launch_options(
+            workdir, limits, syscall_filter or self.confinement.syscall_filter, runner.build
+        )
+        ruleset_fd = ruleset.fd if ruleset is not None else None
+        env = runner.environment(workdir)
+        try:
+            return launcher.spawn(
+                self.launcher, fds, exec_fd, ruleset_fd, options, runner.command.argv, env
+            )
+        except OSError as e:  # gone since the check: runs are forked from now on
+            self.launcher, self.launcher_problem = None, f"it could not be started: {e}"
+            return None
+
     def _become_run(
         self,
         step: Step,
@@ -801,7 +871,8 @@ def _outcome(
     confinement = None
     if seen.report.size:  # written only by the run's confinement, closed before the program
         kind = "runtime_error"
-        confinement = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
+        report = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
+        confinement = launcher.readable_report(report)
     elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
     elif seen.threads_exceeded or seen.build_exceeded == "processes":
@@ -904,7 +975,9 @@ def main() -> None:
         try:
             left = sweep_scratch_roots(scratch_parent())  # before a mount namespace
             toolchains = {k: found_from_json(v) for k, v in config.get("toolchains", {}).items()}
-            zygote = Zygote(int(config["scratch_mb"]), toolchains, config.get("pch"))
+            zygote = Zygote(
+                int(config["scratch_mb"]), toolchains, config.get("pch"), config.get("launcher")
+            )
             error = zygote.self_test()
             zygote.confinement.build_filters()
             gc.freeze()
@@ -915,6 +988,7 @@ def main() -> None:
             _clean_up_when_orphaned(zygote)
         scratch_root = zygote.scratch_root if zygote.owns_scratch_root else None
         hello = {"layers": zygote.layers, "error": error, "scratch_root": scratch_root}
+        hello["launcher"] = zygote.launcher_problem or "on"
         hello["stale_roots_left"] = left
         protocol.write_frame(control_out, hello)
         while error is None:

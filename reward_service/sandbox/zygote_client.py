@@ -36,6 +36,7 @@ from reward_service.sandbox import (
     protocol,
 )
 from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
+from reward_service.sandbox.launcher import launcher_of
 from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover, found_to_json, pch_of
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,9 @@ class ZygoteSandbox:
     Compiled languages (`languages`, all by default) use the toolchains found in
     `toolchain_path` (a PATH; `toolchains.discover`), a build given `build_time_s` and
     `build_memory_mb` unless `execute` says otherwise; C++ uses the precompiled
-    `bits/stdc++.h` in `pch_dir` when there is one (`toolchains.build_pch`)."""
+    `bits/stdc++.h` in `pch_dir` when there is one (`toolchains.build_pch`). Runs that
+    exec their program are started by the run launcher in `launcher_dir` when it holds one
+    (`launcher.build_launcher`), else forked (`launcher` says which)."""
 
     def __init__(
         self,
@@ -137,6 +140,7 @@ class ZygoteSandbox:
         toolchain_path: str = "",
         languages: Iterable[str] | None = None,
         pch_dir: str = "",
+        launcher_dir: str = "",
         build_time_s: float = 10.0,
         build_memory_mb: int = 1024,
     ) -> None:
@@ -150,6 +154,10 @@ class ZygoteSandbox:
         for language in set(TOOLCHAINS) - set(self.toolchains):
             self.toolchains[language] = "not enabled in this sandbox"
         self._pch = pch_of(pch_dir, self.toolchains.get("cpp"))
+        self._launcher_path = launcher_of(launcher_dir)
+        self.launcher = "off"
+        """"on" when runs that exec their program are started by the run launcher, else
+        why they are forked."""
         self._build_time_s, self._build_memory_mb = build_time_s, build_memory_mb
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None
@@ -285,6 +293,7 @@ class ZygoteSandbox:
                 "worker_pid": os.getpid(),
                 "toolchains": found,
                 "pch": self._pch,
+                "launcher": self._launcher_path,
                 "site_packages": [p for p in site.getsitepackages() if os.path.isdir(p)],
             }
         )
@@ -310,6 +319,7 @@ class ZygoteSandbox:
         if hello is None or hello.get("error") is not None or not _is_layer_list(layers):
             self._kill()
             raise SandboxUnavailable(f"the sandbox's zygote did not start: {reason}")
+        self.launcher = str(hello.get("launcher", "off"))
         left = hello.get("stale_roots_left")
         if isinstance(left, list) and left:  # swept at start-up, too big for one removal
             log.warning("scratch roots of dead zygotes left for the next sweep: %s", left[:10])
