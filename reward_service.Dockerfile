@@ -79,8 +79,9 @@ RUN --mount=type=bind,from=build,source=/dist,target=/dist \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /tmp \
        --shell /usr/sbin/nologin reward
 # The toolchains LANGS asks for, from Debian; with cpp, the precompiled bits/stdc++.h
-# that the code scorer's C++ builds use, made now (the root filesystem is read-only
-# in the pod) beside the venv, where the sandbox's runs may read.
+# that the code scorer's C++ builds use, and with a C compiler the run launcher, made
+# now (the root filesystem is read-only in the pod) beside the venv, where the
+# sandbox's runs may read.
 # Versions are Debian bookworm's, which its security updates move: not pinned.
 # hadolint ignore=DL3008
 RUN if [ -n "${LANGS}" ]; then \
@@ -112,7 +113,7 @@ RUN if [ -n "${LANGS}" ]; then \
       apt-get update \
       && apt-get install -y --no-install-recommends ${packages} \
       && rm -rf /var/lib/apt/lists/* \
-      && /opt/venv/bin/python -c "from reward_service.scorers.code.settings import CodeSettings, prepare_pch; print(prepare_pch(CodeSettings()))" \
+      && /opt/venv/bin/python -c "from reward_service.scorers.code.settings import CodeSettings, prepare_launcher, prepare_pch; print(prepare_pch(CodeSettings())); print(prepare_launcher(CodeSettings()))" \
       && /opt/venv/bin/python -c "from reward_service.sandbox.toolchains import discover; print(discover('/usr/bin:/bin', ['csharp', 'd', 'racket', 'java', 'scala', 'kotlin']))"; \
     fi
 # Only now: inside the RUNs above, `python` must still be the base image's (with pip).

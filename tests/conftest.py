@@ -103,8 +103,16 @@ _TURNS_DIR = "REWARD_TEST_TURNS_DIR"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The xdist controller makes the directory of the workers' lock files, and removes it."""
-    if config.getoption("numprocesses", None) and not hasattr(config, "workerinput"):
+    """Before any test (in the xdist controller, before its workers): the run launcher built,
+    as the service's start-up builds it, so that every sandbox a test starts from the
+    settings starts its runs as production does. The controller makes the directory of
+    the workers' lock files, and removes it."""
+    if hasattr(config, "workerinput"):
+        return
+    from reward_service.scorers.code.settings import CodeSettings, prepare_launcher
+
+    prepare_launcher(CodeSettings())
+    if config.getoption("numprocesses", None):
         directory = tempfile.mkdtemp(prefix="reward-service-turns-")
         os.environ[_TURNS_DIR] = directory  # the workers it starts inherit it
         config.add_cleanup(lambda: shutil.rmtree(directory, ignore_errors=True))

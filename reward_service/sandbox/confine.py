@@ -1,7 +1,6 @@
 """What a run process does to itself between fork and the program.
 
-A run that execs its program has it done by the launcher instead
-(`launcher`, `launch_options`), in the same order. Stdlib only (the zygote imports it). The order matters: a session of its
+Stdlib only (the zygote imports it). The order matters: a session of its
 own, the run's pipes on fds 0-3 and nothing else open, the unprivileged
 uid (or no capabilities), the `exec_once` supervisor thread of a run that
 execs its program (after the uid change, which glibc would otherwise signal
@@ -11,6 +10,8 @@ rlimits, then not dumpable and the parent-death signal (after the uid
 change, which resets the one and clears the other), no_new_privs,
 landlock, seccomp last (with a listener for the supervisor). A step that
 fails ends the process before the program runs; the zygote reports it.
+A run that execs its program has all this done by the run launcher
+instead (`launcher`, told by `launch_options`), in the same order.
 
 Also here: which uid a zygote's runs get (`claim_run_uid`, one per zygote)
 and, where runs share the service's uid, the process limit a run gets

@@ -57,12 +57,15 @@ def build_launcher(directory: str, path: str) -> str:
         return f"{NAME} kept in {directory}"
     import shutil
     import subprocess
+    import tempfile
 
     compiler = next((c for c in map(lambda n: shutil.which(n, path=path), COMPILERS) if c), None)
     if compiler is None:
         raise OSError(f"no C compiler ({', '.join(COMPILERS)}) in {path}")
     os.makedirs(directory, exist_ok=True)
-    partial = os.path.join(directory, f"{NAME}.{os.getpid()}")
+    # a name of its own: builds in other PID namespaces may share our pid
+    handle, partial = tempfile.mkstemp(prefix=f"{NAME}.", dir=directory)
+    os.close(handle)
     try:
         subprocess.run(
             [compiler, *FLAGS, SOURCE, "-o", partial],
@@ -72,14 +75,17 @@ def build_launcher(directory: str, path: str) -> str:
             env={"PATH": path},
         )
     except subprocess.CalledProcessError as e:
+        os.unlink(partial)
         raise OSError(f"{compiler} failed: {e.stderr.decode(errors='replace')[:500]}") from e
     except subprocess.SubprocessError as e:
+        os.unlink(partial)
         raise OSError(str(e)) from e
     os.chmod(partial, 0o755)
     os.replace(partial, os.path.join(directory, NAME))
-    stamp = os.path.join(directory, f"{_STAMP}.{os.getpid()}")
-    with open(stamp, "w") as f:
+    handle, stamp = tempfile.mkstemp(prefix=f"{_STAMP}.", dir=directory)
+    with os.fdopen(handle, "w") as f:
         f.write(_stamp())
+    os.chmod(stamp, 0o644)
     os.replace(stamp, os.path.join(directory, _STAMP))
     return f"{NAME} built in {directory}"
 

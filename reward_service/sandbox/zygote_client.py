@@ -35,8 +35,8 @@ from reward_service.sandbox import (
     Program,
     protocol,
 )
-from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
 from reward_service.sandbox.launcher import launcher_of
+from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
 from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover, found_to_json, pch_of
 
 log = logging.getLogger(__name__)

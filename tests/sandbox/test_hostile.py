@@ -151,6 +151,14 @@ def test_sandbox_reports_its_layers(attacks: list[Attack]) -> None:
         assert not {"netns", "mountns", "pidns"} & set(layers), layers
 
 
+def test_the_native_programs_are_started_by_the_run_launcher(attacks: list[Attack]) -> None:
+    """On every profile the compiled programs' runs (and builds) go through the launcher
+    that production uses, not the forked path, so the attacks above test it."""
+    attack = attacks[0]
+    launcher = attack.inner.get("launcher", [{}])[0]
+    assert launcher.get("status") == "on", f"{launcher}\n{attack.logs}"
+
+
 def test_a_sandboxed_run_signals_nothing_outside(attacks: list[Attack]) -> None:
     """From inside a run, kill(-1, 0) finds no process to signal."""
     probe = attacks[0].inner.get("sandbox_probe", [{}])[0]

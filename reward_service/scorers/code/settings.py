@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field, field_validator, model_validator
 
 from reward_service.errors import InvalidSetting, SandboxUnavailable
+from reward_service.sandbox.launcher import build_launcher
 from reward_service.sandbox.toolchains import TOOLCHAINS, Found, build_pch, discover
 from reward_service.sandbox.zygote_client import parse_required_layers
 from reward_service.scorers.base import GradingLimits, ScorerSettings, StartupCheck
@@ -27,6 +28,7 @@ DEFAULT_TOOLCHAIN_PATH = (
 )
 DEFAULT_PCH_DIR = os.path.join(sys.prefix, "share", "reward-service", "pch")
 """Beside the service's Python, which every run may read already."""
+DEFAULT_LAUNCHER_DIR = os.path.join(sys.prefix, "share", "reward-service", "launcher")
 
 
 class CodeSettings(ScorerSettings):
@@ -67,6 +69,11 @@ class CodeSettings(ScorerSettings):
         description="where precompiled bits/stdc++.h and contest.h are built at start-up "
         "(g++ -O2 -std=c++17 builds use them); empty: none",
     )
+    launcher_dir: str = Field(
+        DEFAULT_LAUNCHER_DIR,
+        description="where the run launcher is built at start-up (it starts the runs that "
+        "exec their program); empty: none, runs are forked",
+    )
 
     @field_validator("languages")
     @classmethod
@@ -106,6 +113,7 @@ def sandbox_for(settings: CodeSettings) -> ZygoteSandbox:
         toolchain_path=settings.toolchain_path,
         languages=settings.languages,
         pch_dir=settings.pch_dir,
+        launcher_dir=settings.launcher_dir,
         build_time_s=settings.build_time_s,
         build_memory_mb=settings.build_memory_mb,
     )
@@ -131,10 +139,12 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
             )
     required = bool(settings.required_layers)
     pch = prepare_pch(settings)
+    prepare_launcher(settings)
     toolchains = discover(settings.toolchain_path, sorted(settings.languages), versions=True)
     try:
         with sandbox_for(settings) as sandbox:
             layers = list(sandbox.layers)
+            launcher = sandbox.launcher
             closed = {k: v for k, v in sandbox.toolchains.items() if isinstance(v, str)}
     except SandboxUnavailable as exc:
         if required:
@@ -144,6 +154,7 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
     found = {k: v.version for k, v in sorted(toolchains.items()) if isinstance(v, Found)}
     missing = {k: v for k, v in sorted(toolchains.items()) if isinstance(v, str)}
     summary = f"sandbox layers: {', '.join(layers)}; languages: {', '.join(['python', *found])}"
+    summary += f"; run launcher: {launcher}"
     if missing:
         summary += (
             "; not graded (answers are errors): "
@@ -151,7 +162,19 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
             + "; install them, or point REWARD_CODE__TOOLCHAIN_PATH at them"
         )
     details = {"layers": layers, "toolchains": found, "missing_toolchains": missing, "pch": pch}
+    details["launcher"] = launcher
     return StartupCheck(True, summary, required, details, degraded=bool(missing))
+
+
+def prepare_launcher(settings: CodeSettings) -> str:
+    """The run launcher, built (by the C compiler in the toolchain path) when missing."""
+    if not settings.launcher_dir:
+        return "off"
+    try:
+        return build_launcher(settings.launcher_dir, settings.toolchain_path)
+    except OSError as exc:
+        log.warning("no run launcher (runs that exec their program are forked): %s", exc)
+        return f"off: {exc}"
 
 
 def prepare_pch(settings: CodeSettings) -> str:

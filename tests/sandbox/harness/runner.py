@@ -382,15 +382,23 @@ def main() -> int:
     parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
+    from reward_service.sandbox.launcher import build_launcher
     from reward_service.sandbox.toolchains import discover
     from reward_service.sandbox.zygote_client import ZygoteSandbox
-    from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
+    from reward_service.scorers.code.settings import DEFAULT_LAUNCHER_DIR, DEFAULT_TOOLCHAIN_PATH
 
     languages = ["cpp", *(hostile.language for hostile in SCRIPTS)]
-    sandbox = ZygoteSandbox(SCRATCH_MB, toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=languages)
+    built = build_launcher(DEFAULT_LAUNCHER_DIR, DEFAULT_TOOLCHAIN_PATH)
+    sandbox = ZygoteSandbox(
+        SCRATCH_MB,
+        toolchain_path=DEFAULT_TOOLCHAIN_PATH,
+        languages=languages,
+        launcher_dir=DEFAULT_LAUNCHER_DIR,
+    )
     harness = Harness(sandbox, args.results)
     try:
         harness.emit("layers", layers=list(sandbox.layers), profile=args.profile)
+        harness.emit("launcher", status=sandbox.launcher, built=built)
         outcome = harness.run_one(SANDBOX_PROBE, b"", Limits(5.0, 128, 64 * 1024))
         if isinstance(outcome, str) or outcome.kind is not Kind.OK:
             harness.emit("sandbox_probe", ok=False, outcome=str(outcome))
