@@ -11,7 +11,7 @@ change, which resets the one and clears the other), no_new_privs,
 landlock, seccomp last (with a listener for the supervisor). A step that
 fails ends the process before the program runs; the zygote reports it.
 A run that execs its program has all this done by the run launcher
-instead (`launcher`, told by `launch_options`), in the same order.
+instead (`run_launcher`, told by `launch_options`), in the same order.
 
 Also here: which uid a zygote's runs get (`claim_run_uid`, one per zygote)
 and, where runs share the service's uid, the process limit a run gets
@@ -128,7 +128,7 @@ class Confinement:
         syscall_filter: SyscallFilter | None,
         merge_stderr: bool,
     ) -> list[str]:
-        """What the launcher (`launcher.c`) is told to put on a run that execs its program,
+        """What the launcher (`run_launcher.c`) is told to put on a run that execs its program,
         every layer `apply` puts on a forked one (`syscall_filter` the run's own, or None
         without seccomp); `merge_stderr`: a build's stderr joins its stdout."""
         options = [f"zygote={self.zygote_pid}", f"dir={workdir}"]

@@ -245,7 +245,7 @@ class SyscallFilter:
         self._launch: list[str] | None = None
 
     def launch_options(self) -> list[str]:
-        """The filter as the launcher takes it (`launcher.c`): its program with the pid
+        """The filter as the launcher takes it (`run_launcher.c`): its program with the pid
         slots at 0, where the launcher writes its own pid, and `listen` under `exec_once`."""
         if self._launch is None:
             self._launch = [

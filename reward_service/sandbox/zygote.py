@@ -40,11 +40,11 @@ import typing
 from reward_service.sandbox import (
     exec_once,
     landlock,
-    launcher,
     linux,
     namespaces,
     protocol,
     run_files,
+    run_launcher,
 )
 from reward_service.sandbox.confine import (
     CONFINEMENT_FAILED,
@@ -182,7 +182,7 @@ class Zygote:
         self.pch = pch
         """{"dir", "dialect"}: a precompiled `bits/stdc++.h` for C++ builds of that dialect."""
         self.launcher = launcher_path
-        """The run launcher (`launcher`) that starts runs which exec their program; None:
+        """The run launcher (`run_launcher`) that starts runs which exec their program; None:
         they are forked (none built, or its check failed: `launcher_problem` says why)."""
         self.launcher_problem: str | None = None if launcher_path else "none built"
         self.builds: dict[str, Build] = {}
@@ -291,11 +291,11 @@ class Zygote:
         return "self-test failed"
 
     def check_launcher(self) -> None:
-        """Run the launcher as a program through every layer (`launcher.PROBE_OUTPUT`);
+        """Run the launcher as a program through every layer (`run_launcher.PROBE_OUTPUT`);
         runs are forked instead where it fails, `launcher_problem` saying why."""
         if self.launcher is None:
             return
-        command = Command(self.launcher, [launcher.NAME, "probe"], {})
+        command = Command(self.launcher, [run_launcher.NAME, "probe"], {})
         probe = Step(
             ExecRunner("launcher", command),
             10,
@@ -309,7 +309,7 @@ class Zygote:
         stdout = bytes(seen.stdout.head(1024))
         stderr = bytes(seen.stderr.tail(STDERR_TAIL)).decode("utf-8", "replace")
         seen.close()
-        if reply["kind"] != "ok" or stdout != launcher.PROBE_OUTPUT:
+        if reply["kind"] != "ok" or stdout != run_launcher.PROBE_OUTPUT:
             why = reply["confinement"] or stderr.strip() or f"{reply['kind']}, {stdout!r}"
             self.launcher, self.launcher_problem = None, f"its check failed: {why}"
 
@@ -785,7 +785,7 @@ class Zygote:
         ruleset_fd = ruleset.fd if ruleset is not None else None
         env = runner.environment(workdir)
         try:
-            return launcher.spawn(
+            return run_launcher.spawn(
                 self.launcher, fds, exec_fd, ruleset_fd, options, runner.command.argv, env
             )
         except OSError as e:  # gone since the check: runs are forked from now on
@@ -872,7 +872,7 @@ def _outcome(
     if seen.report.size:  # written only by the run's confinement, closed before the program
         kind = "runtime_error"
         report = bytes(seen.report.head(seen.report.size)).decode("utf-8", "replace")
-        confinement = launcher.readable_report(report)
+        confinement = run_launcher.readable_report(report)
     elif seen.output_exceeded or seen.scratch_exceeded:
         kind = "output_limit"
     elif seen.threads_exceeded or seen.build_exceeded == "processes":

@@ -35,7 +35,7 @@ from reward_service.sandbox import (
     Program,
     protocol,
 )
-from reward_service.sandbox.launcher import launcher_of
+from reward_service.sandbox.run_launcher import launcher_of
 from reward_service.sandbox.supervise import SCRATCH_PREFIX, remove_tree
 from reward_service.sandbox.toolchains import TOOLCHAINS, Found, discover, found_to_json, pch_of
 
@@ -130,7 +130,7 @@ class ZygoteSandbox:
     `build_memory_mb` unless `execute` says otherwise; C++ uses the precompiled
     `bits/stdc++.h` in `pch_dir` when there is one (`toolchains.build_pch`). Runs that
     exec their program are started by the run launcher in `launcher_dir` when it holds one
-    (`launcher.build_launcher`), else forked (`launcher` says which)."""
+    (`run_launcher.build_launcher`), else forked (`launcher` says which)."""
 
     def __init__(
         self,

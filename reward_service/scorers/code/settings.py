@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field, field_validator, model_validator
 
 from reward_service.errors import InvalidSetting, SandboxUnavailable
-from reward_service.sandbox.launcher import build_launcher
+from reward_service.sandbox.run_launcher import build_launcher
 from reward_service.sandbox.toolchains import TOOLCHAINS, Found, build_pch, discover
 from reward_service.sandbox.zygote_client import parse_required_layers
 from reward_service.scorers.base import GradingLimits, ScorerSettings, StartupCheck

@@ -382,7 +382,7 @@ def main() -> int:
     parser.add_argument("--profile", choices=platforms.PROFILES, default="full")
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0, as a grading worker sets it
-    from reward_service.sandbox.launcher import build_launcher
+    from reward_service.sandbox.run_launcher import build_launcher
     from reward_service.sandbox.toolchains import discover
     from reward_service.sandbox.zygote_client import ZygoteSandbox
     from reward_service.scorers.code.settings import DEFAULT_LAUNCHER_DIR, DEFAULT_TOOLCHAIN_PATH

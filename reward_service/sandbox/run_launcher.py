@@ -1,4 +1,4 @@
-"""The run launcher (`launcher.c`): where it is built, and how the zygote starts a run by it.
+"""The run launcher (`run_launcher.c`): where it is built, and how the zygote starts a run by it.
 
 Stdlib only (the zygote imports it). A run that execs its program (a
 compiled program, its build, a script's runtime) is started by
@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 NAME = "run-launcher"
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launcher.c")
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_launcher.c")
 FLAGS = (
     *("-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-builtin", "-fno-stack-protector"),
     *("-fno-pie", "-no-pie", "-fno-asynchronous-unwind-tables", "-Wall", "-Wextra", "-Werror"),

@@ -1,4 +1,4 @@
-"""The run launcher (`launcher.c`): a run it starts is confined exactly as a forked run.
+"""The run launcher (`run_launcher.c`): a run it starts is confined exactly as a forked run.
 
 Both ways run the same C probe, which reports what it finds of its own
 confinement; the reports must agree, and hold what every run must hold.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reward_service.sandbox import Kind, Limits, Program, launcher
+from reward_service.sandbox import Kind, Limits, Program, run_launcher
 from reward_service.sandbox.toolchains import Found, discover
 from reward_service.sandbox.zygote_client import ZygoteSandbox
 from reward_service.scorers.code.settings import DEFAULT_TOOLCHAIN_PATH
@@ -96,7 +96,7 @@ int main(void) {
 def built(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A launcher built for these tests, in a directory of their own."""
     directory = str(tmp_path_factory.mktemp("launcher"))
-    launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH)
+    run_launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH)
     return directory
 
 
@@ -164,7 +164,7 @@ def test_the_launcher_names_the_step_that_failed(built: str) -> None:
     """A step that fails ends the launcher before the program, its name and errno on the
     report pipe (read back as a forked run writes it), status 125; so does a call the
     zygote got wrong."""
-    path = launcher.launcher_of(built)
+    path = run_launcher.launcher_of(built)
     assert path is not None
     cases = {
         "process: No such process": ["zygote=1", "dir=/"],  # not our parent
@@ -176,7 +176,7 @@ def test_the_launcher_names_the_step_that_failed(built: str) -> None:
         ours = (ends[0][1], ends[1][0], ends[2][0], ends[3][0])
         program = os.open("/bin/true", os.O_PATH | os.O_CLOEXEC)
         try:
-            pid = launcher.spawn(path, theirs, program, None, options, ["true"], {})
+            pid = run_launcher.spawn(path, theirs, program, None, options, ["true"], {})
         finally:
             for fd in (program, *theirs):
                 os.close(fd)
@@ -185,15 +185,15 @@ def test_the_launcher_names_the_step_that_failed(built: str) -> None:
         for fd in ours:
             os.close(fd)
         assert os.waitstatus_to_exitcode(status) == 125, report
-        assert launcher.readable_report(report) == expected
+        assert run_launcher.readable_report(report) == expected
 
 
 def test_a_launcher_that_fails_its_check_leaves_runs_forked(tmp_path: Path) -> None:
     """A launcher whose probe does not answer as it should is not used: the zygote says
     why, and runs are forked and pass."""
     directory = tmp_path / "broken"
-    launcher.build_launcher(str(directory), DEFAULT_TOOLCHAIN_PATH)
-    shutil.copy("/bin/false", directory / launcher.NAME)
+    run_launcher.build_launcher(str(directory), DEFAULT_TOOLCHAIN_PATH)
+    shutil.copy("/bin/false", directory / run_launcher.NAME)
     with ZygoteSandbox(
         toolchain_path=DEFAULT_TOOLCHAIN_PATH, languages=["c"], launcher_dir=str(directory)
     ) as sandbox:
@@ -207,15 +207,15 @@ def test_a_build_is_kept_while_its_source_is_the_same(tmp_path: Path) -> None:
     """`build_launcher` builds once, keeps a build of this source, and builds again over a
     stale one (another source's stamp)."""
     directory = str(tmp_path)
-    assert launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH).endswith(
+    assert run_launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH).endswith(
         "built in " + directory
     )
-    assert launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH).endswith(
+    assert run_launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH).endswith(
         "kept in " + directory
     )
     (tmp_path / "stamp").write_text("another source")
-    assert launcher.launcher_of(directory) is None
-    assert "built" in launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH)
-    assert launcher.launcher_of(directory) == os.path.join(directory, launcher.NAME)
+    assert run_launcher.launcher_of(directory) is None
+    assert "built" in run_launcher.build_launcher(directory, DEFAULT_TOOLCHAIN_PATH)
+    assert run_launcher.launcher_of(directory) == os.path.join(directory, run_launcher.NAME)
     with pytest.raises(OSError, match="no C compiler"):
-        launcher.build_launcher(str(tmp_path / "other"), str(tmp_path))
+        run_launcher.build_launcher(str(tmp_path / "other"), str(tmp_path))

@@ -1,7 +1,7 @@
 /* The run launcher: what a run process does to itself between its spawn and its program,
  * for the runs that exec one (compiled programs, their builds, script runtimes).
  *
- * The zygote starts it by posix_spawn (`launcher.spawn`): the spawn shares the zygote's
+ * The zygote starts it by posix_spawn (`run_launcher.spawn`): the spawn shares the zygote's
  * memory until this file is exec'd, so a run costs neither a copy of the zygote's page
  * tables nor copy-on-write of its heap, nor an interpreter between fork and exec. It does,
  * in `confine.Confinement._apply`'s order, exactly what that does for a forked run: a
