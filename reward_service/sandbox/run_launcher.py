@@ -18,7 +18,6 @@ image); where there is none, or where the zygote's check of it fails
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -91,6 +90,8 @@ def build_launcher(directory: str, path: str) -> str:
 
 
 def _stamp() -> str:
+    import hashlib  # not in the zygote, which imports this module: it maps libcrypto
+
     with open(SOURCE, "rb") as f:
         source = f.read()
     return f"{hashlib.sha256(source).hexdigest()} {' '.join(FLAGS)} {os.uname().machine}"
