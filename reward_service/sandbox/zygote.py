@@ -530,11 +530,9 @@ class Zygote:
             (stdin_r, stdout_w, stderr_w, report_w), ours = self._pipes()
             child_fds = (stdin_r, stdout_w, stderr_w, report_w)
             started = time.monotonic()
-            pid = self._launch(step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd)
-            if pid is None:
-                pid = os.fork()
-            if pid == 0:
-                self._become_run(step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd)
+            pid = self._start_run(
+                step, child_fds, ruleset, workdir, limits, syscall_filter, exec_fd
+            )
             for fd in (stdin_r, stdout_w, stderr_w, report_w, *([ruleset.fd] if ruleset else [])):
                 os.close(fd)
             kill, end = (lambda: self._kill(pid)), (lambda: self._end(pid))
@@ -764,7 +762,7 @@ class Zygote:
             return THREADS + 2
         return shared_uid_task_limit(os.getuid())
 
-    def _launch(
+    def _start_run(
         self,
         step: Step,
         fds: tuple[int, int, int, int],
@@ -773,36 +771,26 @@ class Zygote:
         limits: RunLimits,
         syscall_filter: SyscallFilter | None,
         exec_fd: int | None,
-    ) -> int | None:
-        """A run that execs its program, started by the launcher: its pid; None where there
-        is no launcher or the run does not exec (it is then forked)."""
+    ) -> int:
+        """The run's process, its pid: spawned by the run launcher for a run that execs its
+        program (where this zygote has one), else forked, the child confining itself and
+        becoming the program."""
         runner = step.runner
-        if self.launcher is None or exec_fd is None or not isinstance(runner, ExecRunner):
-            return None
-        options = self.confinement.launch_options(
-            workdir, limits, syscall_filter or self.confinement.syscall_filter, runner.build
-        )
-        ruleset_fd = ruleset.fd if ruleset is not None else None
-        env = runner.environment(workdir)
-        try:
-            return run_launcher.spawn(
-                self.launcher, fds, exec_fd, ruleset_fd, options, runner.command.argv, env
+        if self.launcher is not None and exec_fd is not None and isinstance(runner, ExecRunner):
+            options = self.confinement.launch_options(
+                workdir, limits, syscall_filter or self.confinement.syscall_filter, runner.build
             )
-        except OSError as e:  # gone since the check: runs are forked from now on
-            self.launcher, self.launcher_problem = None, f"it could not be started: {e}"
-            return None
-
-    def _become_run(
-        self,
-        step: Step,
-        fds: tuple[int, int, int, int],
-        ruleset: Ruleset | None,
-        workdir: str,
-        limits: RunLimits,
-        syscall_filter: SyscallFilter | None,
-        exec_fd: int | None,
-    ) -> None:
-        """In the forked child: confine, then become the program; never returns."""
+            ruleset_fd = ruleset.fd if ruleset is not None else None
+            env = runner.environment(workdir)
+            try:
+                return run_launcher.spawn(
+                    self.launcher, fds, exec_fd, ruleset_fd, options, runner.command.argv, env
+                )
+            except OSError as e:  # gone since the check: runs are forked from now on
+                self.launcher, self.launcher_problem = None, f"it could not be started: {e}"
+        pid = os.fork()
+        if pid != 0:
+            return pid
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             try:
@@ -811,7 +799,7 @@ class Zygote:
                 os.write(REPORT_FD, str(e.strerror).encode())
                 os._exit(CONFINEMENT_FAILED)
             os.close(REPORT_FD)  # the program gets no channel but its standard streams
-            step.runner.run(workdir)
+            runner.run(workdir)
         finally:
             os._exit(CONFINEMENT_FAILED)
 
