@@ -188,6 +188,29 @@ def test_the_launcher_names_the_step_that_failed(built: str) -> None:
         assert run_launcher.readable_report(report) == expected
 
 
+def test_an_exec_that_fails_after_confinement_is_told_on_stderr(built: str) -> None:
+    """Every step done, an exec the kernel refuses (here: a directory) is the program's
+    failure, as a forked run's: a line on stderr, status 127, nothing on the report pipe."""
+    path = run_launcher.launcher_of(built)
+    assert path is not None
+    ends = [os.pipe() for _ in range(4)]
+    theirs = (ends[0][0], ends[1][1], ends[2][1], ends[3][1])
+    ours = (ends[0][1], ends[1][0], ends[2][0], ends[3][0])
+    directory = os.open("/", os.O_PATH | os.O_CLOEXEC)
+    options = [f"zygote={os.getpid()}", "dir=/"]
+    try:
+        pid = run_launcher.spawn(path, theirs, directory, None, options, ["nowhere"], {})
+    finally:
+        for fd in (directory, *theirs):
+            os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    stderr, report = os.read(ours[2], 4096), os.read(ours[3], 4096)
+    for fd in ours:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 127
+    assert stderr == b"sandbox: exec of nowhere failed: errno 13\n" and report == b""
+
+
 def test_a_launcher_that_fails_its_check_leaves_runs_forked(tmp_path: Path) -> None:
     """A launcher whose probe does not answer as it should is not used: the zygote says
     why, and runs are forked and pass."""
