@@ -139,12 +139,14 @@ def check_sandbox(settings: CodeSettings, limits: GradingLimits) -> StartupCheck
             )
     required = bool(settings.required_layers)
     pch = prepare_pch(settings)
-    prepare_launcher(settings)
+    built = prepare_launcher(settings)
     toolchains = discover(settings.toolchain_path, sorted(settings.languages), versions=True)
     try:
         with sandbox_for(settings) as sandbox:
             layers = list(sandbox.layers)
             launcher = sandbox.launcher
+            if launcher != "on" and built.startswith("off"):  # why none was built
+                launcher = built
             closed = {k: v for k, v in sandbox.toolchains.items() if isinstance(v, str)}
     except SandboxUnavailable as exc:
         if required:
@@ -173,7 +175,8 @@ def prepare_launcher(settings: CodeSettings) -> str:
     try:
         return build_launcher(settings.launcher_dir, settings.toolchain_path)
     except OSError as exc:
-        log.warning("no run launcher (runs that exec their program are forked): %s", exc)
+        # a speed-up only: without it, runs that exec their program are forked
+        log.info("no run launcher: %s", exc)
         return f"off: {exc}"
 
 

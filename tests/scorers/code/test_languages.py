@@ -394,15 +394,19 @@ def test_the_start_up_check_names_every_toolchain_found_with_its_version() -> No
     found = {name for name, tools in FOUND.items() if isinstance(tools, Found)}
     assert set(check.details["toolchains"]) == found, check.details["missing_toolchains"]
     assert all(check.details["toolchains"].values()), check.details["toolchains"]
+    if isinstance(FOUND["c"], Found):  # the run launcher is built by the C compiler
+        assert check.details["launcher"] == "on" and "run launcher: on" in check.summary
 
 
-def test_the_start_up_check_names_each_missing_toolchain() -> None:
-    """The code scorer's start-up check lists what it found and, for the rest, why not."""
-    settings = CodeSettings(toolchain_path="/nonexistent", pch_dir="")
+def test_the_start_up_check_names_each_missing_toolchain(tmp_path: Path) -> None:
+    """The code scorer's start-up check lists what it found and, for the rest, why not;
+    without a C compiler, why there is no run launcher (runs are then forked)."""
+    settings = CodeSettings(toolchain_path="/nonexistent", pch_dir="", launcher_dir=str(tmp_path))
     check = check_sandbox(settings, GradingLimits())
     assert check.ok and "not graded" in check.summary, check.summary
     assert check.details["missing_toolchains"]["cpp"] == "g++ not found in the toolchain path"
     assert check.details["toolchains"] == {}
+    assert check.details["launcher"].startswith("off: no C compiler"), check.details["launcher"]
 
 
 def test_a_missing_toolchain_answers_error_with_the_reason() -> None:
