@@ -160,6 +160,25 @@ def _ids(report: list[str]) -> tuple[list[int], int]:
     return [int(words[i]) for i in (1, 2, 4, 5)], int(words[7])
 
 
+def _launch_alone(launcher: str, program: str, options: list[str]) -> tuple[int, bytes, bytes]:
+    """The launcher started from this process on fresh pipes, to exec the file `program`
+    (argv `["it"]`) with `options`: its exit status, stderr and report."""
+    ends = [os.pipe() for _ in range(4)]
+    theirs = (ends[0][0], ends[1][1], ends[2][1], ends[3][1])
+    ours = (ends[0][1], ends[1][0], ends[2][0], ends[3][0])
+    executable = os.open(program, os.O_PATH | os.O_CLOEXEC)
+    try:
+        pid = run_launcher.spawn(launcher, theirs, executable, None, options, ["it"], {})
+    finally:
+        for fd in (executable, *theirs):
+            os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    stderr, report = os.read(ours[2], 4096), os.read(ours[3], 4096)
+    for fd in ours:
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), stderr, report
+
+
 def test_the_launcher_names_the_step_that_failed(built: str) -> None:
     """A step that fails ends the launcher before the program, its name and errno on the
     report pipe (read back as a forked run writes it), status 125; so does a call the
@@ -171,21 +190,9 @@ def test_the_launcher_names_the_step_that_failed(built: str) -> None:
         "launcher: Invalid argument": ["zygote=1", "dir=/", "nonsense"],
     }
     for expected, options in cases.items():
-        ends = [os.pipe() for _ in range(4)]
-        theirs = (ends[0][0], ends[1][1], ends[2][1], ends[3][1])
-        ours = (ends[0][1], ends[1][0], ends[2][0], ends[3][0])
-        program = os.open("/bin/true", os.O_PATH | os.O_CLOEXEC)
-        try:
-            pid = run_launcher.spawn(path, theirs, program, None, options, ["true"], {})
-        finally:
-            for fd in (program, *theirs):
-                os.close(fd)
-        _, status = os.waitpid(pid, 0)
-        report = os.read(ours[3], 4096).decode()
-        for fd in ours:
-            os.close(fd)
-        assert os.waitstatus_to_exitcode(status) == 125, report
-        assert run_launcher.readable_report(report) == expected
+        status, _, report = _launch_alone(path, "/bin/true", options)
+        assert status == 125, report
+        assert run_launcher.readable_report(report.decode()) == expected
 
 
 def test_an_exec_that_fails_after_confinement_is_told_on_stderr(built: str) -> None:
@@ -193,22 +200,9 @@ def test_an_exec_that_fails_after_confinement_is_told_on_stderr(built: str) -> N
     failure, as a forked run's: a line on stderr, status 127, nothing on the report pipe."""
     path = run_launcher.launcher_of(built)
     assert path is not None
-    ends = [os.pipe() for _ in range(4)]
-    theirs = (ends[0][0], ends[1][1], ends[2][1], ends[3][1])
-    ours = (ends[0][1], ends[1][0], ends[2][0], ends[3][0])
-    directory = os.open("/", os.O_PATH | os.O_CLOEXEC)
-    options = [f"zygote={os.getpid()}", "dir=/"]
-    try:
-        pid = run_launcher.spawn(path, theirs, directory, None, options, ["nowhere"], {})
-    finally:
-        for fd in (directory, *theirs):
-            os.close(fd)
-    _, status = os.waitpid(pid, 0)
-    stderr, report = os.read(ours[2], 4096), os.read(ours[3], 4096)
-    for fd in ours:
-        os.close(fd)
-    assert os.waitstatus_to_exitcode(status) == 127
-    assert stderr == b"sandbox: exec of nowhere failed: errno 13\n" and report == b""
+    status, stderr, report = _launch_alone(path, "/", [f"zygote={os.getpid()}", "dir=/"])
+    assert status == 127
+    assert stderr == b"sandbox: exec of it failed: errno 13\n" and report == b""
 
 
 def test_a_launcher_that_fails_its_check_leaves_runs_forked(tmp_path: Path) -> None:
