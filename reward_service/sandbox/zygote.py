@@ -777,9 +777,7 @@ class Zygote:
         becoming the program."""
         runner = step.runner
         if self.launcher is not None and exec_fd is not None and isinstance(runner, ExecRunner):
-            options = self.confinement.launch_options(
-                workdir, limits, syscall_filter or self.confinement.syscall_filter, runner.build
-            )
+            options = self.confinement.launch_options(workdir, limits, syscall_filter, runner.build)
             ruleset_fd = ruleset.fd if ruleset is not None else None
             env = runner.environment(workdir)
             try:
