@@ -125,9 +125,8 @@ def _rewards(url: str, items: list[dict[str, Any]]) -> tuple[list[float], int]:
     return result.rewards, result.retries
 
 
-async def _answering(load: asyncio.Task[Any], metrics_port: int) -> None:
-    """Until the two replicas' /metrics count answers to `load`, which must still be running."""
-    ports = (metrics_port, metrics_port + 1)
+async def _answering(load: asyncio.Task[Any], ports: list[int]) -> None:
+    """Until the replicas' /metrics on `ports` count answers to `load`, which must still run."""
     before = sum(await asyncio.gather(*(asyncio.to_thread(_scored, p) for p in ports)))
     deadline = time.monotonic() + 60
     while sum(await asyncio.gather(*(asyncio.to_thread(_scored, p) for p in ports))) <= before:
@@ -135,6 +134,39 @@ async def _answering(load: asyncio.Task[Any], metrics_port: int) -> None:
         assert time.monotonic() < deadline, "no answer counted within 60 s"
         await asyncio.sleep(0.05)
     assert not load.done(), "the load ended before it could be disturbed"
+
+
+def _metrics_ports(cluster: LocalCluster, metrics_port: int, timeout_s: float = 60) -> list[int]:
+    """The /metrics port each running replica listens on, read from its process: a replica takes
+    the first free port from `metrics_port`, which is not `metrics_port + i` while a stopping
+    replica or another process holds one (seen once in CI), and a new replica can be RUNNING a
+    moment before its `reconfigure` has started the server (seen once in a full run)."""
+    from reward_service.rayserve.deployment import METRICS_PORTS  # imports Ray
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with Dashboard(cluster.dashboard) as dashboard:
+            app = dashboard.details()["applications"]["reward-service"]
+        replicas = app["deployments"]["RewardService"]["replicas"]
+        pids = [int(r["pid"]) for r in replicas if r["state"] == "RUNNING"]
+        ports = sorted(
+            c.laddr.port
+            for pid in pids
+            for c in _listening(pid)
+            if metrics_port <= c.laddr.port < metrics_port + METRICS_PORTS
+        )
+        if len(ports) == len(pids):
+            return ports
+        assert time.monotonic() < deadline, f"replicas {pids} listen on {ports}"
+        time.sleep(0.2)
+
+
+def _listening(pid: int) -> list[Any]:
+    import psutil  # Ray's
+
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return [c for c in psutil.Process(pid).net_connections("tcp") if c.status == "LISTEN"]
+    return []
 
 
 REPLICA_ENV = {"REWARD_EXTRA_SCORERS": FAKE_SCORER}
@@ -234,6 +266,7 @@ def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
 ) -> None:
     """SIGKILL of one replica mid-load: SLIME's retries get every reward, Serve starts another."""
     before = _wait_for(cluster, 2)
+    ports = _metrics_ports(cluster, metrics_port)
     with Dashboard(cluster.dashboard) as dashboard:
         app = dashboard.details()["applications"]["reward-service"]
     victim = app["deployments"]["RewardService"]["replicas"][0]
@@ -243,7 +276,7 @@ def test_replica_killed_under_load_is_replaced_and_no_reward_is_lost(
         load = asyncio.create_task(
             slime_rewards(f"{deployed}/fake", bodies, backoff_scale=BACKOFF_SCALE)
         )
-        await _answering(load, metrics_port)  # both replicas hold answers in flight by then
+        await _answering(load, ports)  # both replicas hold answers in flight by then
         os.kill(int(victim["pid"]), signal.SIGKILL)
         result = await load
         return result.rewards
@@ -259,6 +292,7 @@ def test_scaling_down_under_load_drains_the_removed_replica(
 ) -> None:
     """Redeploying 2 -> 1 replica under load: every request answered first time, none retried."""
     before = _wait_for(cluster, 2)
+    ports = _metrics_ports(cluster, metrics_port)
     bodies = _slow(96)  # 12 s for two replicas, 24 s for one: in flight throughout the scaling
     spec = ServeSpec(
         replicas=1,
@@ -272,7 +306,7 @@ def test_scaling_down_under_load_drains_the_removed_replica(
         load = asyncio.create_task(
             slime_rewards(f"{deployed}/fake", bodies, backoff_scale=BACKOFF_SCALE)
         )
-        await _answering(load, metrics_port)
+        await _answering(load, ports)
         with Dashboard(cluster.dashboard) as dashboard:
             await asyncio.to_thread(dashboard.deploy, spec, {}, wait_s=120, say=print)
         result = await load
@@ -283,18 +317,6 @@ def test_scaling_down_under_load_drains_the_removed_replica(
     assert retries == 0
     (kept,) = _wait_for(cluster, 1)
     assert kept in before  # scaled in place: the other replica was not restarted
-
-
-def _scored_once_up(metrics_port: int, timeout_s: float = 60) -> float:
-    """`_scored`, once the replica's metrics server listens: a new replica can be RUNNING a
-    moment before its `reconfigure` has started that server (seen once in a full run)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return _scored(metrics_port)
-        except httpx.ConnectError:
-            assert time.monotonic() < deadline, f"no metrics on port {metrics_port}"
-            time.sleep(0.2)
 
 
 def _scored(metrics_port: int) -> float:
@@ -338,10 +360,11 @@ def test_autoscaling_adds_a_replica_under_load_and_removes_it_after(
 
     upscaled_after = asyncio.run(load_until_two())
     print(f"second replica after {upscaled_after:.1f}s of load")
-    before = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
+    ports = _metrics_ports(cluster, metrics_port)
+    before = [_scored(port) for port in ports]
     items = grpo_workload(seed=99, answers=256)  # math answers: routed to both replicas
     asyncio.run(slime_rewards(deployed, [request_body(i) for i in items]))
-    after = [_scored_once_up(metrics_port), _scored_once_up(metrics_port + 1)]
+    after = [_scored(port) for port in ports]
     assert all(a > b for a, b in zip(after, before, strict=True)), (before, after)
     _wait_for(cluster, 1, timeout_s=120)
 
@@ -577,7 +600,7 @@ def test_a_killed_direct_server_is_restarted_and_no_reward_is_lost(
     async def load_and_kill() -> list[float]:
         bodies = [request_body(i) for i in items]
         load = asyncio.create_task(slime_rewards(direct.score, bodies, backoff_scale=BACKOFF_SCALE))
-        await _answering(load, direct.own[0])
+        await _answering(load, list(direct.own))
         os.kill(victim, signal.SIGKILL)
         return (await load).rewards
 
@@ -621,7 +644,7 @@ def test_scaling_direct_down_under_load_drains_and_delete_removes_them(
     async def load_and_scale() -> list[float]:
         bodies = [request_body(i) for i in items]
         load = asyncio.create_task(slime_rewards(direct.score, bodies, backoff_scale=BACKOFF_SCALE))
-        await _answering(load, direct.own[0])
+        await _answering(load, list(direct.own))
         scaled = await asyncio.to_thread(
             _direct_cli,
             *("ray", "direct", "deploy", "--address", cluster.dashboard, "--replicas", "1"),
