@@ -48,7 +48,8 @@ class AppStatus:
     replicas: tuple[Replica, ...]
     endpoint: str
     metrics: tuple[str, ...] = ()
-    """Each running replica's own /metrics (ports from `metrics_port` up, per node)."""
+    """Each running replica's own /metrics, at the ports replicas usually take (from
+    `metrics_port` up, per node; docs/ray.md#metrics says when one takes the next)."""
     target_replicas: int | None = None
 
     @property
