@@ -1,9 +1,11 @@
-"""Linear-time verdicts for four checkers whose regular expressions cost quadratic time.
+"""Linear-time verdicts for five checkers that cost quadratic time.
 
 IFEval's `detectable_content:number_placeholders`, `detectable_format:number_bullet_lists`
 and `detectable_content:postscript`, and IFBench's `custom:mcq_count_length`, search
 with patterns that backtrack over a run of `[`, spaces or newlines once per position
-in it: 40 kB of them held a worker for seconds. The scorers use the official classes
+in it: 40 kB of them held a worker for seconds. IFBench's `format:line_indent` removes
+blank lines with `list.remove`, a scan from the list's start for each one: 300 kB of
+`x` and blank lines held a worker for 35 s. The scorers use the official classes
 (their arguments, descriptions and errors) with `check_following` replaced by a
 function here that gives the same verdict in one pass (`checkers.load`);
 `tests/scorers/instructions/test_linear_checkers.py` compares each with the official
@@ -13,6 +15,7 @@ one on the published data and on generated adversarial shapes.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Mapping
 from itertools import pairwise
 from typing import Any
@@ -152,6 +155,31 @@ def follows_mcq(text: str) -> bool:
     return all(shorter < longer for shorter, longer in pairwise(lengths))
 
 
+def follows_stairs(text: str) -> bool:
+    """IFBench's `format:line_indent`: each line kept indented by more spaces than the one
+    before. The official loop removes blank lines (`not line.strip()`) from the list it is
+    iterating over, by `list.remove`: that deletes the *first* line equal to the blank one,
+    and the iteration then skips the line after it. So a skipped blank line stays, unless a
+    later equal one's `remove` takes it first. Here the same lines are kept in one pass, with
+    a queue per blank string of its lines still in the list, oldest first."""
+    lines = text.split("\n")
+    kept = [True] * len(lines)
+    remaining: dict[str, deque[int]] = {}
+    at = 0
+    while at < len(lines):
+        if lines[at].strip():
+            at += 1
+            continue
+        remaining.setdefault(lines[at], deque()).append(at)
+        kept[remaining[lines[at]].popleft()] = False
+        skipped = at + 1
+        if skipped < len(lines) and not lines[skipped].strip():
+            remaining.setdefault(lines[skipped], deque()).append(skipped)
+        at += 2
+    indents = [len(line) - len(line.lstrip(" ")) for line, k in zip(lines, kept, strict=True) if k]
+    return all(before < after for before, after in pairwise(indents))
+
+
 Check = Callable[[Any, str], bool]
 """A replacement `check_following(self, value)` for an official checker class."""
 
@@ -167,6 +195,9 @@ LINEAR: Mapping[str, Mapping[str, Check]] = {
             lambda checker, value: has_postscript(value, checker._postscript_marker)
         ),
     },
-    "ifbench": {"custom:mcq_count_length": lambda checker, value: follows_mcq(value)},
+    "ifbench": {
+        "custom:mcq_count_length": lambda checker, value: follows_mcq(value),
+        "format:line_indent": lambda checker, value: follows_stairs(value),
+    },
 }
 """By benchmark and instruction id, the linear `check_following` that replaces the official."""

