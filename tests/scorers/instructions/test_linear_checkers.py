@@ -6,12 +6,14 @@ class, as the registry ships it): on IFBench's 294 published sample responses
 built from the shapes these patterns backtrack on (brackets, newline and
 whitespace runs, `*`/`-` bullets, postscript markers, `Question N` headers, Unicode
 whitespace and digits, stairs of indented lines among blank ones, words a line each).
-Cost is compared at n and 10n on degenerate answers.
+Cost is compared at n and 10n on degenerate answers; and for every checker the scorers
+load, replaced or official, on 17 shapes of such answers.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import random
 from collections.abc import Callable
@@ -25,7 +27,13 @@ from reward_service.scorers.base import JSON
 from reward_service.scorers.instructions import checkers
 from reward_service.scorers.instructions.following import loose_variants
 from reward_service.scorers.instructions.linear_checkers import LINEAR
-from tests.scorers.math_verify.test_screen_cost import GROWTH, _assert_linear, _units
+from tests.scorers.math_verify.test_screen_cost import (
+    GROWTH,
+    MAX_RATIO,
+    _assert_linear,
+    _growth,
+    _units,
+)
 
 PLACEHOLDERS = "detectable_content:number_placeholders"
 BULLETS = "detectable_format:number_bullet_lists"
@@ -250,3 +258,88 @@ def test_check_cost_is_linear(instruction: str, family: str) -> None:
     n = _units(build)
     small, large = build(n), build(GROWTH * n)
     _assert_linear(lambda: checker.check_following(small), lambda: checker.check_following(large))
+
+
+EVERY_SHAPE = {
+    "newlines": "\n",
+    "spaces": " ",
+    "blank_lines": "x\n\n",
+    "space_lines": " \n",
+    "brackets": "[",
+    "stars": "*\n",
+    "dashes": "- x\n",
+    "words": "word ",
+    "quotes": '"a" ',
+    "sentences": "A b. ",
+    "capitals": "AB ",
+    "commas": ",",
+    "hashes": "#",
+    "pipes": "|",
+    "digits": "1",
+    "parens": "(",
+    "dots": ".",
+}
+"""Runs a collapsing policy writes, each a unit repeated: the shapes the official checkers'
+patterns and list loops were seen to grow faster than linearly on, and their neighbours."""
+
+
+def _built(registry: Any, instruction: str) -> Any:
+    """A checker of `instruction` with the arguments the official classes draw themselves
+    (seeded: they draw at random), or the prompt the repeat checkers need."""
+    checker = registry[instruction](instruction)
+    random.seed(instruction)
+    needs = inspect.signature(checker.build_description).parameters
+    prompt = {"prompt_to_repeat": "Repeat this sentence."} if "prompt_to_repeat" in needs else {}
+    checker.build_description(**prompt)
+    return checker
+
+
+def _checked(checker: Any, text: str) -> Callable[[], object]:
+    """The check of `text`; an error (a detector given no language) is a verdict too."""
+
+    def check() -> object:
+        try:
+            return checker.check_following(text)
+        except Exception as exc:
+            return exc
+
+    return check
+
+
+RECHECK_BELOW_S = 0.01
+"""A check that grew too fast but still costs less than this at 10n is measured again a
+decade up: a short text can take a fast path (CPython's substring search picks its
+algorithm by size) that is not growth. A quadratic scan grows too fast at both steps, and at
+this cost the next decade is at most a second."""
+
+
+SWEEP_CHARS = 1_000
+"""The smaller text of the sweep over every checker: a quarter of the other cost tests', as
+the sweep runs 83 checkers on 17 shapes; a quadratic scan already grows x96-x246 from it."""
+
+
+def _growth_ratio(checker: Any, unit: str) -> float:
+    """Cost at 10n over cost at n of a text of `unit` repeated; from 10n to 100n where the
+    first step grew too fast at a cost under `RECHECK_BELOW_S`."""
+    n = max(1, SWEEP_CHARS // len(unit))
+    for size in (n, GROWTH * n):
+        small, large = _checked(checker, unit * size), _checked(checker, unit * GROWTH * size)
+        cost, cost_10 = _growth(small, large)
+        if cost_10 / cost < MAX_RATIO or cost_10 >= RECHECK_BELOW_S:
+            break
+    return cost_10 / cost
+
+
+@pytest.mark.parametrize("benchmark", checkers.BENCHMARKS)
+def test_every_checker_costs_linear_time(benchmark: str) -> None:
+    """Every instruction type the scorers load, replaced or official, costs time linear in a
+    degenerate answer's length on each shape (n against 10n in one run): a new checker, or
+    a new version of `if-verifiable`, that scans quadratically fails here by name."""
+    registry = checkers.load(benchmark).registry
+    quadratic = []
+    for instruction in sorted(registry):
+        checker = _built(registry, instruction)
+        for shape, unit in EVERY_SHAPE.items():
+            if (ratio := _growth_ratio(checker, unit)) >= MAX_RATIO:
+                quadratic.append(f"{instruction} on {shape}: x{ratio:.0f}")
+    assert quadratic == []
