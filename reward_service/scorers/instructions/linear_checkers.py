@@ -172,8 +172,9 @@ def follows_stairs(text: str) -> bool:
         if lines[at].strip():
             at += 1
             continue
-        remaining.setdefault(lines[at], deque()).append(at)
-        kept[remaining[lines[at]].popleft()] = False
+        same = remaining.setdefault(lines[at], deque())
+        same.append(at)
+        kept[same.popleft()] = False
         skipped = at + 1
         if skipped < len(lines) and not lines[skipped].strip():
             remaining.setdefault(lines[skipped], deque()).append(skipped)
